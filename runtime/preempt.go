@@ -1,0 +1,118 @@
+package runtime
+
+import "time"
+
+// Preemption points and the thread operations built on them.
+//
+// Go cannot interrupt a goroutine for us, so every thread operation (Spawn,
+// Join, Yield, Await, Sleep) is a preemption point: it loads the worker's
+// attention word and counts down to a clock read. Either one sends the
+// thread through checkpoint, which does the scheduler's periodic duties and
+// may park the thread so that the worker runs something more urgent.
+
+// Submit queues t, prepared with Init, as a new thread from outside the
+// runtime (an ordinary goroutine). It fails with ErrClosed once Close began.
+func (rt *Runtime) Submit(t *Task) error {
+	// Count the thread before looking at closing, so that Close either sees
+	// it or we see Close.
+	rt.roots.Add(1)
+	if rt.closing.Load() {
+		rt.roots.Add(-1)
+		return ErrClosed
+	}
+	t.root = true
+	rt.steer(item{t: t})
+	return nil
+}
+
+// point is the preemption-point test: one atomic load in the common case.
+func (t *Task) point() {
+	w := t.g.w
+	if w.attn.Load() == 0 {
+		w.count--
+		if w.count > 0 {
+			return
+		}
+	}
+	w.checkpoint(t)
+}
+
+// checkpoint serves the worker's duties from inside running thread t, then
+// parks t if the worker should run another priority now: the round changed,
+// a higher priority is ready and may borrow, or donated work must give way.
+func (w *worker) checkpoint(t *Task) {
+	now := w.rt.now()
+	w.service(now)
+	if w.choose(int(t.rank), now) == int(t.rank) {
+		return
+	}
+	w.stats.preemptions.Add(1)
+	g := t.g
+	w.insert(item{t: t, g: g})
+	g.handOff()
+	g.park()
+}
+
+// Spawn queues child, prepared with Init, as a thread forked by the running
+// thread t. The child goes into the bank of t's worker; a child of higher
+// priority makes the worker reconsider at the next preemption point.
+func (t *Task) Spawn(child *Task) {
+	child.depth = t.depth + 1
+	w := t.g.w
+	w.insert(item{t: child})
+	if child.rank > t.rank {
+		w.attn.Store(1)
+	}
+	t.point()
+}
+
+// Join returns once child has finished. A child that has not started runs
+// inline on t's goroutine; one running elsewhere parks t until it finishes.
+// The caller checks priorities first: child's must be at least t's.
+func (t *Task) Join(child *Task) {
+	t.point()
+	if child.state.Load() == taskDone {
+		return
+	}
+	w := t.g.w
+	// The common case: child is the youngest thread of the local bank.
+	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
+		w.banks[child.rank].Remove()
+	}
+	if child.state.CompareAndSwap(taskPending, taskRunning) {
+		g := t.g
+		g.w.setRunning(int(child.rank))
+		g.run(child)
+		g.w.setRunning(int(t.rank))
+		return
+	}
+	wt := &waiter{g: t.g, t: t}
+	if !child.addWaiter(wt) {
+		return
+	}
+	g := t.g
+	g.handOff()
+	g.park()
+}
+
+// Yield is a preemption point for threads that run long loops without other
+// thread operations.
+func (t *Task) Yield() { t.point() }
+
+// Suspend runs f without holding a processor: the worker goes on with other
+// threads while f blocks, and t is queued again, steered to the worker that
+// can run it soonest, when f returns. A panic in f is re-raised in t once t
+// holds a processor again.
+func (t *Task) Suspend(f func()) {
+	t.point()
+	t.g.suspend(t, f)
+}
+
+// Sleep suspends t for at least d without holding a processor.
+func (t *Task) Sleep(d time.Duration) {
+	if d <= 0 {
+		t.Yield()
+		return
+	}
+	t.Suspend(func() { time.Sleep(d) })
+}

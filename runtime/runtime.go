@@ -1,0 +1,288 @@
+// Package runtime is fairly's scheduler: a fixed set of workers that run
+// prioritised threads with the algorithm of "Fairness in Responsive
+// Parallelism" (Muller, Westrick, Acar, ICFP 2019), adapted to Go.
+//
+// Most programs use it only through New, Close, SetCriterion and Stats, and
+// create threads with package thread. The scheduling loop is in sched.go, the
+// goroutine hand-off that lets threads block in goroutines.go, preemption
+// points in preempt.go, and the ticker and watchdog in ticker.go.
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+// Defaults of the scheduling parameters, as in the paper (§5.2).
+const (
+	DefaultRoundQuantum = 5 * time.Millisecond
+	DefaultDealInterval = 100 * time.Microsecond
+	DefaultInterrupt    = 1 * time.Millisecond
+)
+
+// Errors returned by the runtime. Use errors.Is to test for them.
+var (
+	// ErrClosed is returned for work given to a runtime that is closing or closed.
+	ErrClosed = errors.New("fairly: runtime closed")
+	// ErrInvalidConfig is returned by New for a configuration it cannot use.
+	ErrInvalidConfig = errors.New("fairly: invalid runtime configuration")
+)
+
+// Config describes a runtime. The zero value is usable: GOMAXPROCS workers,
+// an order with only Top and Bottom, equal shares and the paper's timings.
+type Config struct {
+	// Procs is the number of workers, that is the number of threads that run
+	// at once. 0 means GOMAXPROCS.
+	Procs int
+	// Order holds the priorities threads may use. nil means the Criterion's
+	// order, or a fresh order with only Top and Bottom.
+	Order *fairness.Order
+	// Criterion gives each priority its share of processor time. nil means
+	// equal shares for every priority of Order.
+	Criterion *fairness.Criterion
+	// RoundQuantum is how long a worker keeps the primary priority it drew
+	// (default 5 ms).
+	RoundQuantum time.Duration
+	// DealInterval is how often a busy worker tries to send spare threads to
+	// another worker (default 100 µs). Deals also happen at once when an idle
+	// worker asks for work.
+	DealInterval time.Duration
+	// Interrupt is the ticker period (default 1 ms): at each tick every busy
+	// worker is asked to pass through the scheduler at its next preemption
+	// point, and the watchdog looks for stalled workers.
+	Interrupt time.Duration
+	// PromptBudget is how much processor time per round a worker may lend to
+	// ready threads of a priority higher than its primary one, so that they
+	// respond at once instead of at the next round (default RoundQuantum/20).
+	// It bounds the extra stretch of the primary priority to
+	// 1/(1-PromptBudget/RoundQuantum).
+	PromptBudget time.Duration
+	// NoPromptBorrowing turns that lending off, leaving the paper's behaviour:
+	// higher-priority threads run on workers whose primary priority they are,
+	// or by donation.
+	NoPromptBorrowing bool
+	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to Procs+1. The extra P
+	// is what lets timers, the network poller and Await-ed calls wake up
+	// promptly while every worker computes; without it they can wait for Go's
+	// own 10 ms preemption.
+	KeepGOMAXPROCS bool
+	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
+	Seed uint64
+}
+
+// Runtime is a set of workers running fairly prompt scheduling. Create it
+// with New and release it with Close.
+type Runtime struct {
+	order   *fairness.Order
+	ranks   []fairness.Priority // frozen topological order, lowest first
+	crit    atomic.Pointer[fairness.Criterion]
+	critVer atomic.Uint64
+
+	quantum, dealEvery, interrupt, budget time.Duration
+	borrow                                bool
+
+	workers []*worker
+	epoch   time.Time
+
+	closeMu  sync.Mutex
+	closing  atomic.Bool
+	stopping atomic.Bool
+	closed   chan struct{}
+
+	roots     atomic.Int64 // submitted threads not yet finished
+	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
+	gors      sync.WaitGroup
+	ticker    *ticker
+	rescues   atomic.Int64 // rescue workers alive
+	steerSeq  atomic.Uint64
+	maxprocs  bool // whether New raised GOMAXPROCS
+}
+
+// New starts a runtime. It returns an error wrapping ErrInvalidConfig for
+// negative durations or Procs, a Criterion over another order than Order,
+// or an unusable order.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Procs < 0 {
+		return nil, fmt.Errorf("%w: Procs %d is negative", ErrInvalidConfig, cfg.Procs)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"RoundQuantum", cfg.RoundQuantum}, {"DealInterval", cfg.DealInterval}, {"Interrupt", cfg.Interrupt}, {"PromptBudget", cfg.PromptBudget}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, d.name, d.v)
+		}
+	}
+	procs := cfg.Procs
+	if procs == 0 {
+		procs = goruntime.GOMAXPROCS(0)
+	}
+	order, crit := cfg.Order, cfg.Criterion
+	switch {
+	case order == nil && crit != nil:
+		order = crit.Order()
+	case order == nil:
+		order = fairness.NewOrder()
+	case crit != nil && crit.Order() != order:
+		return nil, fmt.Errorf("%w: the criterion is over another order", ErrInvalidConfig)
+	}
+	if crit == nil {
+		crit = fairness.Uniform(order)
+	}
+	rt := &Runtime{
+		order:     order,
+		ranks:     order.Freeze(),
+		quantum:   orDefault(cfg.RoundQuantum, DefaultRoundQuantum),
+		dealEvery: orDefault(cfg.DealInterval, DefaultDealInterval),
+		interrupt: orDefault(cfg.Interrupt, DefaultInterrupt),
+		borrow:    !cfg.NoPromptBorrowing,
+		epoch:     time.Now(),
+		closed:    make(chan struct{}),
+	}
+	rt.budget = orDefault(cfg.PromptBudget, rt.quantum/20)
+	rt.crit.Store(crit)
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	rt.workers = make([]*worker, procs)
+	for i := range rt.workers {
+		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
+	}
+	if !cfg.KeepGOMAXPROCS {
+		rt.maxprocs = reserveP(procs + 1)
+	}
+	for _, w := range rt.workers {
+		g := rt.newGor()
+		g.w = w
+		go g.main(false)
+	}
+	rt.ticker = startTicker(rt)
+	return rt, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Procs is the number of workers.
+func (rt *Runtime) Procs() int { return len(rt.workers) }
+
+// Order is the priority order the runtime schedules.
+func (rt *Runtime) Order() *fairness.Order { return rt.order }
+
+// Criterion is the fairness criterion in force.
+func (rt *Runtime) Criterion() *fairness.Criterion { return rt.crit.Load() }
+
+// SetCriterion replaces the fairness criterion while the runtime runs; each
+// worker adopts it at its next round. The criterion must be over the
+// runtime's order.
+func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
+	if c == nil || c.Order() != rt.order {
+		return fmt.Errorf("%w: the criterion is nil or over another order", ErrInvalidConfig)
+	}
+	if rt.closing.Load() {
+		return ErrClosed
+	}
+	rt.crit.Store(c)
+	rt.critVer.Add(1)
+	return nil
+}
+
+// Rank gives the scheduling rank of p (0 is the lowest) or an error for a
+// priority this runtime does not schedule.
+func (rt *Runtime) Rank(p fairness.Priority) (int, error) {
+	r, ok := rt.order.Rank(p)
+	if !ok || p.Order() != rt.order {
+		return 0, fmt.Errorf("%w: %v is not a priority of this runtime", fairness.ErrForeignPriority, p)
+	}
+	return r, nil
+}
+
+// Close refuses new work (Submit, thread.Go and thread.Run then fail with
+// ErrClosed), waits until every thread already given to the runtime has
+// finished, and then stops the workers and every goroutine the runtime made.
+// Threads blocked in Await must be released by their owner (close the
+// listener or connection they read from) or Close waits for them. Close must
+// not be called from inside a thread. Calling it again returns nil.
+func (rt *Runtime) Close() error {
+	rt.closeMu.Lock()
+	defer rt.closeMu.Unlock()
+	if rt.stopping.Load() {
+		return nil
+	}
+	rt.closing.Store(true)
+	for !rt.quiescent() {
+		time.Sleep(200 * time.Microsecond)
+	}
+	rt.stopping.Store(true)
+	rt.ticker.stop()
+	for _, w := range rt.workers {
+		w.wake()
+	}
+	rt.gors.Wait()
+	close(rt.closed)
+	if rt.maxprocs {
+		releaseP()
+	}
+	return nil
+}
+
+// quiescent reports that no thread exists: none submitted and unfinished,
+// none parked off-processor, and every worker asleep with nothing queued.
+func (rt *Runtime) quiescent() bool {
+	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 || rt.rescues.Load() != 0 {
+		return false
+	}
+	for _, w := range rt.workers {
+		if w.sleeping.Load() == 0 || w.inbox.n.Load() != 0 {
+			return false
+		}
+	}
+	return rt.roots.Load() == 0 && rt.suspended.Load() == 0
+}
+
+// now is the time since the runtime started, from the monotonic clock.
+func (rt *Runtime) now() int64 { return int64(time.Since(rt.epoch)) }
+
+// GOMAXPROCS reservation, shared by every live runtime of the process.
+var maxprocs struct {
+	sync.Mutex
+	users    int
+	original int
+}
+
+// reserveP raises GOMAXPROCS to at least n so that one P stays free for
+// wake-ups while the workers compute. It reports whether it took a reference.
+func reserveP(n int) bool {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	if maxprocs.users == 0 {
+		maxprocs.original = goruntime.GOMAXPROCS(0)
+	}
+	maxprocs.users++
+	if goruntime.GOMAXPROCS(0) < n {
+		goruntime.GOMAXPROCS(n)
+	}
+	return true
+}
+
+// releaseP drops a reference taken by reserveP; the last one restores the
+// GOMAXPROCS the process had before.
+func releaseP() {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	maxprocs.users--
+	if maxprocs.users == 0 {
+		goruntime.GOMAXPROCS(maxprocs.original)
+	}
+}

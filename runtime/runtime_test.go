@@ -1,0 +1,74 @@
+package runtime_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConfigErrors(t *testing.T) {
+	o := fairness.NewOrder()
+	other := fairness.NewOrder()
+	oc := fairness.Uniform(other)
+	for name, cfg := range map[string]runtime.Config{
+		"negative procs":     {Procs: -1},
+		"negative quantum":   {RoundQuantum: -time.Millisecond},
+		"negative deal":      {DealInterval: -1},
+		"negative tick":      {Interrupt: -1},
+		"negative budget":    {PromptBudget: -1},
+		"criterion mismatch": {Order: o, Criterion: oc},
+	} {
+		_, err := runtime.New(cfg)
+		assert.True(t, errors.Is(err, runtime.ErrInvalidConfig), "%s: %v", name, err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	rt, err := runtime.New(runtime.Config{Procs: 3})
+	require.NoError(t, err)
+	defer rt.Close()
+	assert.Equal(t, 3, rt.Procs())
+	assert.Equal(t, 2, len(rt.Order().Freeze()), "only Top and Bottom")
+	_, err = rt.Rank(rt.Order().Top())
+	require.NoError(t, err)
+	_, err = rt.Rank(fairness.NewOrder().Top())
+	assert.ErrorIs(t, err, fairness.ErrForeignPriority)
+}
+
+func TestSetCriterion(t *testing.T) {
+	o := fairness.NewOrder()
+	a := o.New("a")
+	c1, err := fairness.NewCriterion(o, map[fairness.Priority]float64{a: 1})
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: c1})
+	require.NoError(t, err)
+	c2, err := fairness.NewCriterion(o, map[fairness.Priority]float64{a: 1, o.Top(): 3})
+	require.NoError(t, err)
+	require.NoError(t, rt.SetCriterion(c2))
+	assert.Same(t, c2, rt.Criterion())
+	assert.ErrorIs(t, rt.SetCriterion(nil), runtime.ErrInvalidConfig)
+	assert.ErrorIs(t, rt.SetCriterion(fairness.Uniform(fairness.NewOrder())), runtime.ErrInvalidConfig)
+	st := rt.Stats()
+	require.Len(t, st.Priorities, 3)
+	assert.InDelta(t, 0.75, st.Priorities[2].Share, 1e-9, "Top has the highest rank")
+	require.NoError(t, rt.Close())
+	assert.ErrorIs(t, rt.SetCriterion(c1), runtime.ErrClosed)
+}
+
+func TestCloseIdleReleasesEverything(t *testing.T) {
+	for range 20 {
+		rt, err := runtime.New(runtime.Config{Procs: 4})
+		require.NoError(t, err)
+		require.NoError(t, rt.Close())
+	}
+	goleak.VerifyNone(t)
+}

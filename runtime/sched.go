@@ -1,0 +1,358 @@
+package runtime
+
+import (
+	goruntime "runtime"
+	"time"
+
+	"github.com/fairlyprompt/fairly/bank"
+	"github.com/fairlyprompt/fairly/mailbox"
+)
+
+// The scheduling loop of the paper's Figure 2, one per worker. Each pass:
+// switch rounds when the quantum is over (drawing a primary priority from
+// the criterion), take threads from the inbox and mailboxes, deal spare
+// threads when due or asked, then run a thread of the primary priority, or
+// else of the highest priority held locally (donation).
+
+// loop runs the scheduling loop for whichever worker g holds, until the
+// runtime stops or g becomes surplus.
+func (g *gor) loop() {
+	for {
+		w := g.w
+		if w.rt.stopping.Load() {
+			w.shutdown()
+			return
+		}
+		w.poll()
+		it, ok := w.next()
+		if !ok {
+			if w.rescue {
+				w.retire()
+				return
+			}
+			w.idle()
+			continue
+		}
+		if it.g != nil {
+			// A continuation: its goroutine takes over the token, this one
+			// becomes a spare (or exits when there are enough).
+			w.setRunning(int(it.t.rank))
+			if len(w.spares) >= maxSpares {
+				it.g.resume(w)
+				return
+			}
+			w.spares = append(w.spares, g)
+			it.g.resume(w)
+			g.park()
+			if g.w == nil {
+				return
+			}
+			continue
+		}
+		if !it.t.state.CompareAndSwap(taskPending, taskRunning) {
+			continue // a joiner ran it inline already
+		}
+		w.setRunning(int(it.t.rank))
+		g.run(it.t)
+	}
+}
+
+// poll passes through the scheduler when the attention word is raised or
+// every checkEvery calls.
+func (w *worker) poll() {
+	if w.attn.Load() == 0 {
+		w.count--
+		if w.count > 0 {
+			return
+		}
+	}
+	w.service(w.rt.now())
+}
+
+// service does the periodic duties: steps 1–3 of the loop.
+func (w *worker) service(now int64) {
+	w.attn.Store(0)
+	w.stalled.Store(false)
+	w.count = checkEvery
+	w.beat.Add(1)
+	if now >= w.nextRound && !w.rescue {
+		w.newRound(now)
+	}
+	w.drainInbox()
+	w.receive()
+	if !w.rescue && (now >= w.nextDeal || w.requests.Pending()) {
+		w.deal(now)
+	}
+}
+
+// newRound draws the primary priority for the next quantum, adopting a
+// criterion installed by SetCriterion.
+func (w *worker) newRound(now int64) {
+	if v := w.rt.critVer.Load(); w.sampler == nil || v != w.critVer {
+		w.critVer = v
+		w.sampler = w.rt.crit.Load().NewSampler(w.rand())
+	}
+	w.charge(now)
+	w.borrowed = 0
+	w.primary = w.sampler.Rank()
+	w.primPub.Store(int32(w.primary))
+	w.nextRound = now + int64(w.rt.quantum)
+	w.stats.rounds.Add(1)
+	w.stats.primary[w.primary].Add(1)
+}
+
+// next removes the thread to run now, if the worker has one.
+func (w *worker) next() (item, bool) {
+	r := w.choose(rankLoop, 0)
+	if r < 0 {
+		return item{}, false
+	}
+	if r != w.primary {
+		w.stats.donations.Add(1)
+	}
+	it, _, _ := w.banks[r].Remove()
+	return it, true
+}
+
+// choose gives the rank the worker should run: cur is the rank of the
+// thread it runs now (it counts as work at that rank), rankLoop if none; now
+// is the current time if the caller has it, else 0. The primary rank when it
+// has work, unless a higher rank is ready and the prompt budget of the round
+// is not spent; else the highest rank with work (donation).
+func (w *worker) choose(cur int, now int64) int {
+	top := max(w.highest(), cur)
+	if top < 0 {
+		return rankLoop
+	}
+	p := w.primary
+	if p != cur && w.banks[p].Len() == 0 {
+		w.open(p)
+		return top
+	}
+	if top > p && w.rt.borrow && !w.rescue && w.mayBorrow(now) {
+		return top
+	}
+	return p
+}
+
+// mayBorrow reports whether the round's prompt budget has time left.
+func (w *worker) mayBorrow(now int64) bool {
+	b := w.borrowed
+	if w.cur > w.primary {
+		if now == 0 {
+			now = w.rt.now()
+		}
+		b += now - w.since
+	}
+	return b < int64(w.rt.budget)
+}
+
+// highest is the paper's findHighestPrio with the top-priority cell: the
+// highest rank whose bank is not empty, or rankLoop.
+func (w *worker) highest() int {
+	for r := w.top; r >= 0; r-- {
+		if w.banks[r].Len() > 0 {
+			w.top = r
+			return r
+		}
+	}
+	w.top = rankLoop
+	return rankLoop
+}
+
+// insert puts it into the bank of its priority and refuses further deals at
+// that priority (the paper's refuseWork).
+func (w *worker) insert(it item) {
+	r := int(it.t.rank)
+	w.banks[r].Insert(it, int(it.t.depth))
+	if r > w.top {
+		w.top = r
+	}
+	if w.mopen[r] {
+		w.refuse(r)
+	}
+}
+
+// refuse closes mailbox r, keeping whatever was delivered into it.
+func (w *worker) refuse(r int) {
+	w.mopen[r] = false
+	w.bankEntries(r, w.mail[r].Close())
+}
+
+// open opens mailbox r for deals, unless it is already open.
+func (w *worker) open(r int) {
+	if !w.mopen[r] && w.mail[r].Open() {
+		w.mopen[r] = true
+	}
+}
+
+func (w *worker) bankEntries(r int, es []bank.Entry[item]) {
+	if len(es) == 0 {
+		return
+	}
+	w.stats.dealsReceived.Add(1)
+	for _, e := range es {
+		w.banks[r].Insert(e.Item, e.Depth)
+	}
+	if r > w.top {
+		w.top = r
+	}
+}
+
+// receive moves threads dealt to w from its full mailboxes into its banks.
+func (w *worker) receive() {
+	if w.mailFlag.Load() == 0 {
+		return
+	}
+	w.mailFlag.Store(0)
+	for r := range w.mail {
+		if es, ok := w.mail[r].Receive(); ok {
+			w.mopen[r] = false
+			w.bankEntries(r, es)
+		}
+	}
+}
+
+func (w *worker) drainInbox() {
+	if w.inbox.n.Load() == 0 {
+		return
+	}
+	var buf [8]item
+	for _, it := range w.inbox.take(buf[:0]) {
+		w.insert(it)
+	}
+}
+
+// deal is the paper's dealAttempt, with requests: serve a worker that asked
+// for work first, else offer spare threads of the running priority to a
+// random worker whose mailbox for it is open.
+func (w *worker) deal(now int64) {
+	w.nextDeal = now + int64(w.rt.dealEvery)
+	ws := w.rt.workers
+	if id, r, ok := w.requests.Take(); ok && id != w.id {
+		v := ws[id]
+		if w.sendTo(v, r) || w.sendTo(v, w.cur) {
+			return
+		}
+		for r := w.top; r >= 0; r-- {
+			if w.sendTo(v, r) {
+				return
+			}
+		}
+		return
+	}
+	if len(ws) < 2 {
+		return
+	}
+	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
+	r := w.cur
+	if r < 0 {
+		r = w.primary
+	}
+	w.sendTo(v, r)
+}
+
+// sendTo deals the oldest quarter (by fork potential) of bank r to v, if v's
+// mailbox for r is open and can be claimed.
+func (w *worker) sendTo(v *worker, r int) bool {
+	if r < 0 || r >= len(w.banks) || w.banks[r].Len() == 0 {
+		return false
+	}
+	m := &v.mail[r]
+	if m.State() != mailbox.Open || !m.TryClaim() {
+		return false
+	}
+	m.Send(w.banks[r].Split(nil))
+	v.mailFlag.Store(1)
+	v.attn.Store(1)
+	v.wake()
+	w.stats.dealsSent.Add(1)
+	return true
+}
+
+// idleSpin is how long an idle worker looks for work before it sleeps.
+const idleSpin = 50 * time.Microsecond
+
+// idle runs when the worker has nothing: open every mailbox, ask a random
+// worker for work, spin briefly, then sleep until woken by new work.
+func (w *worker) idle() {
+	w.setRunning(rankLoop)
+	for r := range w.mail {
+		w.open(r)
+	}
+	ws := w.rt.workers
+	if len(ws) > 1 {
+		v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
+		if v.requests.Post(w.id, w.primary) {
+			v.attn.Store(1)
+			w.stats.requests.Add(1)
+		}
+	}
+	deadline := w.rt.now() + int64(idleSpin)
+	for w.rt.now() < deadline {
+		if w.hasWork() {
+			return
+		}
+		goruntime.Gosched()
+	}
+	w.sleeping.Store(1)
+	if w.hasWork() || w.rt.stopping.Load() {
+		if w.sleeping.CompareAndSwap(1, 0) {
+			return
+		}
+	}
+	<-w.sleepCh
+}
+
+// hasWork reports work delivered from outside: inbox or mailboxes.
+func (w *worker) hasWork() bool {
+	return w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0
+}
+
+// shutdown releases the worker's spare goroutines; the runtime is stopping.
+func (w *worker) shutdown() {
+	w.setRunning(rankLoop)
+	for _, sp := range w.spares {
+		sp.resume(nil)
+	}
+	w.spares = nil
+}
+
+// retire ends a rescue worker once it has run out of threads.
+func (w *worker) retire() {
+	w.shutdown()
+	w.rt.rescues.Add(-1)
+}
+
+// steer hands a thread from outside the workers (a submission, or a thread
+// resumed after Await or Sleep) to the worker that can run it soonest: one
+// whose primary priority it has and that runs something else or nothing,
+// else an idle one, else one with that primary priority, else the one
+// running the lowest priority. Stalled workers are avoided.
+func (rt *Runtime) steer(it item) {
+	r := int32(it.t.rank)
+	ws := rt.workers
+	start := int(rt.steerSeq.Add(1))
+	var best *worker
+	bestScore := -1 << 30
+	for i := range ws {
+		w := ws[(start+i)%len(ws)]
+		run := w.running.Load()
+		score := -int(run) // prefer lower running ranks
+		switch {
+		case w.primPub.Load() == r && run != r:
+			score += 4000
+		case w.sleeping.Load() == 1:
+			score += 3000
+		case w.primPub.Load() == r:
+			score += 2000
+		}
+		if w.stalled.Load() {
+			score -= 10000
+		}
+		if score > bestScore {
+			best, bestScore = w, score
+		}
+	}
+	best.give(it)
+}

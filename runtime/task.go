@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"sync/atomic"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+// Body is the code of a thread. Package thread implements it for typed
+// closures; Run must not panic (thread recovers user panics itself).
+type Body interface {
+	Run(t *Task)
+}
+
+// Task states. A task is claimed exactly once: by the worker that pops it
+// from a bank, or by a thread that joins it before it started.
+const (
+	taskPending uint32 = iota
+	taskRunning
+	taskDone
+)
+
+// Task is one thread as the scheduler sees it. Package thread embeds it in
+// its typed handles, so a spawn costs one allocation.
+type Task struct {
+	body  Body
+	rt    *Runtime
+	prio  fairness.Priority
+	rank  int32
+	depth int32
+	root  bool // submitted from outside: counted in Runtime.roots
+	state atomic.Uint32
+	// g is the goroutine that runs the task, set when it starts. The task
+	// stays on that goroutine for its whole life, even when it moves between
+	// workers: continuations are parked goroutines.
+	g *gor
+	// waiters is a stack of joiners, or doneWaiters once the task finished.
+	waiters atomic.Pointer[waiter]
+}
+
+// waiter is a thread (g != nil) or an ordinary goroutine (ch != nil) waiting
+// for a task to finish.
+type waiter struct {
+	g    *gor
+	t    *Task // the waiting thread, for g
+	ch   chan struct{}
+	next *waiter
+}
+
+var doneWaiters = &waiter{}
+
+// Init prepares t to run body at priority p on rt. It fails with an error
+// wrapping fairness.ErrForeignPriority when rt does not schedule p.
+func (t *Task) Init(rt *Runtime, p fairness.Priority, body Body) error {
+	r, err := rt.Rank(p)
+	if err != nil {
+		return err
+	}
+	t.body, t.rt, t.prio, t.rank = body, rt, p, int32(r)
+	return nil
+}
+
+// Priority is the priority the task runs at.
+func (t *Task) Priority() fairness.Priority { return t.prio }
+
+// Runtime is the runtime the task belongs to.
+func (t *Task) Runtime() *Runtime { return t.rt }
+
+// Done reports whether the task has finished.
+func (t *Task) Done() bool { return t.state.Load() == taskDone }
+
+// finish marks t done and makes its waiters runnable. Joining threads go
+// into the bank of the worker that finished t, which is free right now.
+func (t *Task) finish(w *worker) {
+	t.state.Store(taskDone)
+	for ws := t.waiters.Swap(doneWaiters); ws != nil; ws = ws.next {
+		if ws.ch != nil {
+			close(ws.ch)
+			continue
+		}
+		w.insert(item{t: ws.t, g: ws.g})
+	}
+	if t.root {
+		t.rt.roots.Add(-1)
+	}
+}
+
+// addWaiter registers wt unless t already finished; it reports whether wt
+// was registered (and so will be woken).
+func (t *Task) addWaiter(wt *waiter) bool {
+	for {
+		head := t.waiters.Load()
+		if head == doneWaiters {
+			return false
+		}
+		wt.next = head
+		if t.waiters.CompareAndSwap(head, wt) {
+			return true
+		}
+	}
+}
+
+// Wait blocks an ordinary goroutine (not a thread) until t has finished.
+func (t *Task) Wait() {
+	if t.Done() {
+		return
+	}
+	wt := &waiter{ch: make(chan struct{})}
+	if t.addWaiter(wt) {
+		<-wt.ch
+	}
+}
+
+// Abandon marks a task that will never run (it failed before it was given
+// to a worker) as finished, so that waiting on it returns at once.
+func (t *Task) Abandon() {
+	t.state.Store(taskDone)
+	t.waiters.Store(doneWaiters)
+}

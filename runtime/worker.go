@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/fairlyprompt/fairly/bank"
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/mailbox"
+)
+
+// Ranks that are not priorities, for the running-rank bookkeeping.
+const (
+	rankLoop = -1 // in the scheduling loop, between threads, or idle
+)
+
+// checkEvery is how many preemption points pass between two clock reads when
+// nothing raised the attention word: the clock decides rounds and deals.
+const checkEvery = 64
+
+// item is what banks, mailboxes and inboxes hold: a thread that has not
+// started (g == nil), or the continuation of a started one, parked on g.
+type item struct {
+	t *Task
+	g *gor
+}
+
+// worker is one processor: its thread banks (one per priority rank), its
+// mailboxes, request cell and inbox, and the state of its scheduling loop.
+// Fields under "owner" are touched only by the goroutine holding the token;
+// the hand-off channel orders them between holders.
+type worker struct {
+	rt     *Runtime
+	id     int
+	rescue bool // a temporary worker started by the watchdog
+
+	// shared with other workers
+	mail     []mailbox.Mailbox[bank.Entry[item]]
+	requests mailbox.RequestCell
+	inbox    inbox
+	attn     atomic.Uint32 // raised: pass through the scheduler at the next point
+	mailFlag atomic.Uint32 // raised by a sender after filling one of mail
+	sleeping atomic.Uint32
+	sleepCh  chan struct{}
+	stalled  atomic.Bool   // set by the watchdog: no preemption point for a while
+	beat     atomic.Uint64 // counts passes through the scheduler, for the watchdog
+
+	running atomic.Int32 // rank being run, rankLoop when none
+	primPub atomic.Int32 // primary rank of the current round
+
+	// owner
+	banks     []bank.Bank[item]
+	mopen     []bool // mailbox r was opened by us and not closed since
+	top       int    // no bank above this rank has threads
+	primary   int
+	nextRound int64
+	nextDeal  int64
+	count     int
+	cur       int   // rank being run, as in running
+	since     int64 // when cur started being accounted
+	borrowed  int64 // time this round at ranks above the primary one
+	critVer   uint64
+	sampler   *fairness.Sampler
+	rng       uint64
+	spares    []*gor
+
+	stats workerStats
+}
+
+func newWorker(rt *Runtime, id int, seed uint64) *worker {
+	n := len(rt.ranks)
+	w := &worker{
+		rt:      rt,
+		id:      id,
+		mail:    make([]mailbox.Mailbox[bank.Entry[item]], n),
+		sleepCh: make(chan struct{}, 1),
+		banks:   make([]bank.Bank[item], n),
+		mopen:   make([]bool, n),
+		top:     -1,
+		cur:     rankLoop,
+		rng:     seed | 1,
+		stats:   newWorkerStats(n),
+	}
+	w.running.Store(rankLoop)
+	w.newRound(0)
+	return w
+}
+
+// inbox receives threads from outside the worker: submissions from ordinary
+// goroutines and threads resumed after Await or Sleep.
+type inbox struct {
+	mu    sync.Mutex
+	items []item
+	n     atomic.Int32
+}
+
+func (b *inbox) push(it item) {
+	b.mu.Lock()
+	b.items = append(b.items, it)
+	b.n.Add(1)
+	b.mu.Unlock()
+}
+
+// take empties the inbox into dst.
+func (b *inbox) take(dst []item) []item {
+	if b.n.Load() == 0 {
+		return dst
+	}
+	b.mu.Lock()
+	dst = append(dst, b.items...)
+	clear(b.items)
+	b.items = b.items[:0]
+	b.n.Store(0)
+	b.mu.Unlock()
+	return dst
+}
+
+// wake releases the worker if it sleeps in idle.
+func (w *worker) wake() {
+	if w.sleeping.CompareAndSwap(1, 0) {
+		w.sleepCh <- struct{}{}
+	}
+}
+
+// give queues it in w's inbox and makes w look at it soon.
+func (w *worker) give(it item) {
+	w.inbox.push(it)
+	w.attn.Store(1)
+	w.wake()
+}
+
+// rand is a xorshift generator private to the token holder.
+func (w *worker) rand() uint64 {
+	w.rng ^= w.rng << 13
+	w.rng ^= w.rng >> 7
+	w.rng ^= w.rng << 17
+	return w.rng
+}
+
+// setRunning records that the worker now runs rank r (rankLoop: none),
+// charging the time since the last change to the rank it ran. Reading the
+// clock only on changes keeps it off the spawn path.
+func (w *worker) setRunning(r int) {
+	if r == w.cur {
+		return
+	}
+	now := w.rt.now()
+	w.charge(now)
+	w.cur = r
+	w.running.Store(int32(r))
+}
+
+// charge accounts the time since the last charge to the running rank.
+func (w *worker) charge(now int64) {
+	if w.cur >= 0 {
+		d := now - w.since
+		w.stats.cpu[w.cur].Add(d)
+		if w.cur > w.primary {
+			w.borrowed += d
+		}
+	}
+	w.since = now
+}

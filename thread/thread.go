@@ -1,0 +1,176 @@
+// Package thread is fairly's user API: prioritised threads with typed
+// results, on top of package runtime.
+//
+// A thread is a closure run by a worker of the runtime at a priority. Inside
+// a thread, Spawn forks a child and Join waits for it; from an ordinary
+// goroutine, Go and Run start a thread and Handle.Wait waits for it. Spawn,
+// Join, Yield, Await and Sleep are preemption points: a thread that computes
+// for long without any of them should call Yield now and then, so that its
+// worker can switch priorities on time.
+package thread
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+)
+
+// ErrIncompatiblePriorities is returned by Join when the joined thread's
+// priority is not at least the caller's: waiting for it would let a
+// lower-priority computation hold up a higher-priority one.
+var ErrIncompatiblePriorities = errors.New("fairly: join would invert priorities")
+
+// ErrForeignHandle is returned by Join for a handle of another runtime.
+var ErrForeignHandle = errors.New("fairly: handle belongs to another runtime")
+
+// PanicError is the error a thread's panic turns into. Join and Wait return
+// it (errors.As gets at the value and the stack).
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("fairly: thread panicked: %v", e.Value) }
+
+// Unwrap gives the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Ctx is what a running thread knows about itself. It is valid only inside
+// the thread it was given to and must not be shared with other threads.
+type Ctx struct {
+	t *runtime.Task
+}
+
+// Priority is the thread's priority.
+func (c *Ctx) Priority() fairness.Priority { return c.t.Priority() }
+
+// Runtime is the runtime the thread runs on.
+func (c *Ctx) Runtime() *runtime.Runtime { return c.t.Runtime() }
+
+// Handle is a thread with a result of type T, a future.
+type Handle[T any] struct {
+	task runtime.Task
+	ctx  Ctx
+	f    func(*Ctx) T
+	val  T
+	err  error
+}
+
+// Run is the runtime.Body of the thread: it calls f and keeps the result,
+// turning a panic into a PanicError so the worker carries on.
+func (h *Handle[T]) Run(*runtime.Task) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	f := h.f
+	h.f = nil // let the closure's captures go as soon as possible
+	h.val = f(&h.ctx)
+}
+
+// Priority is the priority the thread runs at.
+func (h *Handle[T]) Priority() fairness.Priority { return h.task.Priority() }
+
+// Done reports whether the thread has finished.
+func (h *Handle[T]) Done() bool { return h.task.Done() }
+
+// Wait blocks the calling goroutine until the thread has finished and
+// returns its result. It is for ordinary goroutines; threads use Join,
+// which does not hold up their worker.
+func (h *Handle[T]) Wait() (T, error) {
+	h.task.Wait()
+	return h.val, h.err
+}
+
+func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
+	h := &Handle[T]{f: f}
+	h.ctx.t = &h.task
+	if f == nil {
+		return h, errors.New("fairly: nil thread function")
+	}
+	return h, h.task.Init(rt, p, h)
+}
+
+// failed gives a handle that is already finished with err.
+func failed[T any](h *Handle[T], err error) *Handle[T] {
+	h.f, h.err = nil, err
+	h.task.Abandon()
+	return h
+}
+
+// Spawn starts f as a new thread at priority p, forked by the running
+// thread c, and returns its handle. p may be any priority of the runtime;
+// an unknown one gives a handle whose Join reports the error.
+func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
+	h, err := newHandle(c.t.Runtime(), p, f)
+	if err != nil {
+		return failed(h, err)
+	}
+	c.t.Spawn(&h.task)
+	return h
+}
+
+// Join waits inside thread c for h and returns its result. If h has not
+// started, c runs it itself. It fails with ErrIncompatiblePriorities when
+// h's priority is not ⪰ c's, and with a *PanicError when h panicked.
+func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
+	var zero T
+	switch h.task.Runtime() {
+	case nil: // failed before it could start
+		return h.val, h.err
+	case c.t.Runtime():
+	default:
+		return zero, ErrForeignHandle
+	}
+	if hp, cp := h.Priority(), c.Priority(); hp != cp && !cp.Order().LessEq(cp, hp) {
+		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)
+	}
+	if !h.Done() {
+		c.t.Join(&h.task)
+	}
+	return h.val, h.err
+}
+
+// Go starts f as a new thread at priority p from an ordinary goroutine.
+// The handle reports runtime.ErrClosed, or an unknown priority, from Wait.
+func Go[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
+	h, err := newHandle(rt, p, f)
+	if err == nil {
+		err = rt.Submit(&h.task)
+	}
+	if err != nil {
+		return failed(h, err)
+	}
+	return h
+}
+
+// Run starts f as a thread at priority p and waits for its result; it is Go
+// followed by Wait.
+func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
+	return Go(rt, p, f).Wait()
+}
+
+// Yield is a preemption point: the thread's worker may switch to a more
+// urgent thread here. Call it in long loops that make no other thread call.
+func Yield(c *Ctx) { c.t.Yield() }
+
+// Await runs the blocking call f (a read, a syscall, a channel receive)
+// without holding a processor: the worker runs other threads meanwhile, and
+// the thread continues, promptly, once f returns. A panic in f panics the
+// thread.
+func Await[T any](c *Ctx, f func() T) T {
+	var v T
+	c.t.Suspend(func() { v = f() })
+	return v
+}
+
+// Sleep pauses the thread for at least d without holding a processor.
+func Sleep(c *Ctx, d time.Duration) { c.t.Sleep(d) }

@@ -1,0 +1,344 @@
+package thread_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// three builds an order ui > plan > batch with the given weights.
+func three(t testing.TB, ui, plan, batch float64) (*fairness.Order, [3]fairness.Priority, *fairness.Criterion) {
+	t.Helper()
+	o := fairness.NewOrder()
+	hi, mid, lo := o.New("ui"), o.New("plan"), o.New("batch")
+	require.NoError(t, o.Less(lo, mid))
+	require.NoError(t, o.Less(mid, hi))
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: ui, mid: plan, lo: batch})
+	require.NoError(t, err)
+	return o, [3]fairness.Priority{hi, mid, lo}, c
+}
+
+func newRT(t testing.TB, procs int, c *fairness.Criterion) *runtime.Runtime {
+	t.Helper()
+	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: c})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	return rt
+}
+
+func fib(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return fib(c, n-1) })
+	b := fib(c, n-2)
+	a, err := thread.Join(c, h)
+	if err != nil {
+		panic(err)
+	}
+	return a + b
+}
+
+func seqFib(n int) int {
+	if n < 2 {
+		return n
+	}
+	return seqFib(n-1) + seqFib(n-2)
+}
+
+func TestFib(t *testing.T) {
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("P=%d", procs), func(t *testing.T) {
+			_, ps, c := three(t, 1, 1, 1)
+			rt := newRT(t, procs, c)
+			for _, p := range ps {
+				v, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, 22) })
+				require.NoError(t, err)
+				assert.Equal(t, seqFib(22), v)
+			}
+		})
+	}
+}
+
+func TestConcurrentRoots(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	hs := make([]*thread.Handle[int], 60)
+	for i := range hs {
+		hs[i] = thread.Go(rt, ps[i%3], func(c *thread.Ctx) int { return fib(c, 15) })
+	}
+	for _, h := range hs {
+		v, err := h.Wait()
+		require.NoError(t, err)
+		assert.Equal(t, 610, v)
+	}
+}
+
+func TestJoinInversion(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	hi, lo := ps[0], ps[2]
+	rt := newRT(t, 2, c)
+	err, _ := thread.Run(rt, hi, func(c *thread.Ctx) error {
+		h := thread.Spawn(c, lo, func(c *thread.Ctx) int { return 1 })
+		_, err := thread.Join(c, h)
+		return err
+	})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, thread.ErrIncompatiblePriorities), "got %v", err)
+
+	// Joining upwards is fine, and incomparable priorities are refused.
+	o := fairness.NewOrder()
+	a, b := o.New("a"), o.New("b")
+	rt2 := newRT(t, 1, fairness.Uniform(o))
+	res, runErr := thread.Run(rt2, a, func(c *thread.Ctx) error {
+		_, err := thread.Join(c, thread.Spawn(c, b, func(*thread.Ctx) int { return 0 }))
+		if !errors.Is(err, thread.ErrIncompatiblePriorities) {
+			return fmt.Errorf("incomparable join gave %v", err)
+		}
+		_, err = thread.Join(c, thread.Spawn(c, o.Top(), func(*thread.Ctx) int { return 0 }))
+		return err
+	})
+	require.NoError(t, runErr)
+	require.NoError(t, res)
+}
+
+func TestPanicBecomesError(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	err, _ := thread.Run(rt, ps[1], func(c *thread.Ctx) error {
+		h := thread.Spawn(c, ps[1], func(c *thread.Ctx) int { panic("boom") })
+		_, err := thread.Join(c, h)
+		return err
+	})
+	var pe *thread.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "boom", pe.Value)
+	// The runtime keeps working.
+	v, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int { return fib(c, 15) })
+	require.NoError(t, err)
+	assert.Equal(t, 610, v)
+	_, err = thread.Run(rt, ps[2], func(c *thread.Ctx) int { panic(errors.New("root")) })
+	require.ErrorAs(t, err, &pe)
+}
+
+func TestAwaitSingleWorker(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	ch := make(chan int)
+	// The thread blocks in Await until another thread on the only worker
+	// sends: Await must release the processor or this deadlocks.
+	v, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int {
+		h := thread.Spawn(c, ps[2], func(c *thread.Ctx) int { ch <- 42; return 0 })
+		got := thread.Await(c, func() int { return <-ch })
+		_, _ = thread.Join(c, h)
+		return got
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 42, v)
+}
+
+func TestAwaitPanic(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+		return thread.Await(c, func() int { panic("in await") })
+	})
+	var pe *thread.PanicError
+	require.ErrorAs(t, err, &pe)
+	v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return fib(c, 10) })
+	require.NoError(t, err)
+	assert.Equal(t, 55, v)
+}
+
+func TestSleepAndYield(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	start := time.Now()
+	_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+		thread.Sleep(c, 5*time.Millisecond)
+		for range 1000 {
+			thread.Yield(c)
+		}
+		return 0
+	})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 5*time.Millisecond)
+}
+
+func TestClosedRuntime(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c})
+	require.NoError(t, err)
+	require.NoError(t, rt.Close())
+	require.NoError(t, rt.Close())
+	_, err = thread.Run(rt, ps[0], func(c *thread.Ctx) int { return 1 })
+	assert.ErrorIs(t, err, runtime.ErrClosed)
+}
+
+func TestForeignPriority(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	other := fairness.NewOrder().New("elsewhere")
+	_, err := thread.Run(rt, other, func(c *thread.Ctx) int { return 1 })
+	assert.ErrorIs(t, err, fairness.ErrForeignPriority)
+	res, err := thread.Run(rt, ps[0], func(c *thread.Ctx) error {
+		_, err := thread.Join(c, thread.Spawn(c, other, func(*thread.Ctx) int { return 1 }))
+		return err
+	})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, fairness.ErrForeignPriority)
+}
+
+func TestJoinRunningElsewhere(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	res, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int {
+		h := thread.Spawn(c, ps[2], func(c *thread.Ctx) int {
+			close(started)
+			thread.Await(c, func() struct{} { <-release; return struct{}{} })
+			return 7
+		})
+		// Let the child start (inline on Join it would deadlock with the
+		// release below, so release from a goroutine).
+		go func() { <-started; time.Sleep(time.Millisecond); close(release) }()
+		v, err := thread.Join(c, h)
+		if err != nil {
+			return -1
+		}
+		return v
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 7, res)
+}
+
+// TestStress runs over a million threads through spawn, join, yield, await,
+// sleep and panics on three priorities and checks that each ran exactly once.
+func TestStress(t *testing.T) {
+	n := 1 << 20
+	if testing.Short() {
+		n = 1 << 16
+	}
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 2, c)
+	ran := make([]atomic.Int32, n)
+	var tree func(c *thread.Ctx, lo, hi int) int
+	tree = func(c *thread.Ctx, lo, hi int) int {
+		if hi-lo == 1 {
+			ran[lo].Add(1)
+			switch {
+			case lo%100003 == 0:
+				thread.Sleep(c, 50*time.Microsecond)
+			case lo%10007 == 0:
+				return thread.Await(c, func() int { return 1 })
+			case lo%1009 == 0:
+				h := thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { panic(fmt.Sprint("leaf ", lo)) })
+				var pe *thread.PanicError
+				if _, err := thread.Join(c, h); !errors.As(err, &pe) {
+					panic(fmt.Sprintf("panic of leaf %d came back as %v", lo, err))
+				}
+			case lo%101 == 0:
+				thread.Yield(c)
+			}
+			return 1
+		}
+		mid := (lo + hi) / 2
+		// The right half may go to the top priority: joins upwards are legal.
+		p := c.Priority()
+		if lo%7 == 0 {
+			p = ps[0]
+		}
+		h := thread.Spawn(c, p, func(c *thread.Ctx) int { return tree(c, mid, hi) })
+		a := tree(c, lo, mid)
+		b, err := thread.Join(c, h)
+		if err != nil {
+			panic(err)
+		}
+		return a + b
+	}
+	roots := 8
+	hs := make([]*thread.Handle[int], roots)
+	for i := range hs {
+		lo, hi := i*n/roots, (i+1)*n/roots
+		hs[i] = thread.Go(rt, ps[2-i%2], func(c *thread.Ctx) int { return tree(c, lo, hi) })
+	}
+	total := 0
+	for i, h := range hs {
+		v, err := h.Wait()
+		require.NoError(t, err, "root %d", i)
+		total += v
+	}
+	assert.Equal(t, n, total)
+	for i := range ran {
+		if ran[i].Load() != 1 {
+			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
+		}
+	}
+}
+
+// TestStatsShares keeps two priorities busy at 75/25 and checks the
+// processor time Stats reports against the criterion (±8 points).
+func TestStatsShares(t *testing.T) {
+	o := fairness.NewOrder()
+	a, b := o.New("a"), o.New("b")
+	require.NoError(t, o.Less(b, a))
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{a: 75, b: 25})
+	require.NoError(t, err)
+	rt := newRT(t, 2, c)
+	var stop atomic.Bool
+	busy := func(c *thread.Ctx) int {
+		var loop func(c *thread.Ctx, d int) int
+		loop = func(c *thread.Ctx, d int) int {
+			if stop.Load() {
+				return 0
+			}
+			if d == 0 {
+				x := 0
+				for i := range 20000 {
+					x += i * i
+				}
+				return x & 1
+			}
+			h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return loop(c, d-1) })
+			v := loop(c, d-1)
+			w, _ := thread.Join(c, h)
+			return v + w
+		}
+		n := 0
+		for !stop.Load() {
+			n += loop(c, 6)
+		}
+		return n
+	}
+	ha, hb := thread.Go(rt, a, busy), thread.Go(rt, b, busy)
+	time.Sleep(1500 * time.Millisecond)
+	stop.Store(true)
+	_, _ = ha.Wait()
+	_, _ = hb.Wait()
+	st := rt.Stats()
+	var sa, sb float64
+	for _, ps := range st.Priorities {
+		switch ps.Priority {
+		case a:
+			sa = ps.CPUShare
+		case b:
+			sb = ps.CPUShare
+		}
+	}
+	t.Logf("shares: a %.3f b %.3f (rounds %d, deals %d, donations %d, preemptions %d)", sa, sb, st.Rounds, st.DealsSent, st.Donations, st.Preemptions)
+	assert.InDelta(t, 0.75, sa, 0.08)
+	assert.InDelta(t, 0.25, sb, 0.08)
+}
