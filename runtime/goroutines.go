@@ -85,8 +85,21 @@ func (g *gor) suspend(t *Task, during func()) {
 // rejoin queues t's continuation and parks until it is scheduled again.
 func (g *gor) rejoin(t *Task) {
 	g.rt.steer(item{t: t, g: g})
-	g.rt.suspended.Add(-1)
 	g.park()
+	g.rt.suspended.Add(-1)
+}
+
+// waitFor parks the running thread t until child, which runs elsewhere,
+// finishes; the finishing worker queues t again. The token is handed on
+// before t registers, so that nobody can resume t while it still holds it.
+func (g *gor) waitFor(t, child *Task) {
+	g.rt.suspended.Add(1)
+	g.handOff()
+	if !child.addWaiter(&waiter{g: g, t: t}) {
+		g.rt.steer(item{t: t, g: g}) // it finished meanwhile
+	}
+	g.park()
+	g.rt.suspended.Add(-1)
 }
 
 // run executes task t, already claimed, on g's current worker.

@@ -86,13 +86,7 @@ func (t *Task) Join(child *Task) {
 		g.w.setRunning(int(t.rank))
 		return
 	}
-	wt := &waiter{g: t.g, t: t}
-	if !child.addWaiter(wt) {
-		return
-	}
-	g := t.g
-	g.handOff()
-	g.park()
+	t.g.waitFor(t, child)
 }
 
 // Yield is a preemption point for threads that run long loops without other

@@ -224,8 +224,9 @@ func (w *worker) drainInbox() {
 }
 
 // deal is the paper's dealAttempt, with requests: serve a worker that asked
-// for work first, else offer spare threads of the running priority to a
-// random worker whose mailbox for it is open.
+// for work first, else offer spare threads to a random worker whose mailbox
+// is open: of its primary priority if we have some, else of the priority we
+// run (the paper's choice).
 func (w *worker) deal(now int64) {
 	w.nextDeal = now + int64(w.rt.dealEvery)
 	ws := w.rt.workers
@@ -244,12 +245,12 @@ func (w *worker) deal(now int64) {
 	if len(ws) < 2 {
 		return
 	}
+	// Offer the target its own primary priority first: that is the work it
+	// is supposed to run this round and may be missing.
 	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
-	r := w.cur
-	if r < 0 {
-		r = w.primary
+	if !w.sendTo(v, int(v.primPub.Load())) {
+		w.sendTo(v, w.cur)
 	}
-	w.sendTo(v, r)
 }
 
 // sendTo deals the oldest quarter (by fork potential) of bank r to v, if v's

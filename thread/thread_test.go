@@ -323,11 +323,16 @@ func TestStatsShares(t *testing.T) {
 		}
 		return n
 	}
-	ha, hb := thread.Go(rt, a, busy), thread.Go(rt, b, busy)
+	var hs []*thread.Handle[int]
+	for range 2 {
+		hs = append(hs, thread.Go(rt, a, busy), thread.Go(rt, b, busy))
+	}
 	time.Sleep(1500 * time.Millisecond)
 	stop.Store(true)
-	_, _ = ha.Wait()
-	_, _ = hb.Wait()
+	for _, h := range hs {
+		_, err := h.Wait()
+		require.NoError(t, err)
+	}
 	st := rt.Stats()
 	var sa, sb float64
 	for _, ps := range st.Priorities {
