@@ -71,7 +71,7 @@ func (t *Task) Spawn(child *Task) {
 // The caller checks priorities first: child's must be at least t's.
 func (t *Task) Join(child *Task) {
 	t.point()
-	if child.state.Load() == taskDone {
+	if child.Done() {
 		return
 	}
 	w := t.g.w
@@ -79,7 +79,7 @@ func (t *Task) Join(child *Task) {
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if child.state.CompareAndSwap(taskPending, taskRunning) {
+	if child.claim() {
 		g := t.g
 		g.w.setRunning(int(child.rank))
 		g.run(child)

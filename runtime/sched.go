@@ -49,7 +49,7 @@ func (g *gor) loop() {
 			}
 			continue
 		}
-		if !it.t.state.CompareAndSwap(taskPending, taskRunning) {
+		if !it.t.claim() {
 			continue // a joiner ran it inline already
 		}
 		w.setRunning(int(it.t.rank))

@@ -12,29 +12,24 @@ type Body interface {
 	Run(t *Task)
 }
 
-// Task states. A task is claimed exactly once: by the worker that pops it
-// from a bank, or by a thread that joins it before it started.
-const (
-	taskPending uint32 = iota
-	taskRunning
-	taskDone
-)
-
 // Task is one thread as the scheduler sees it. Package thread embeds it in
 // its typed handles, so a spawn costs one allocation.
+//
+// Two atomic words carry its life: claimed goes from 0 to 1 exactly once, by
+// the worker that pops it from a bank or by a thread that joins it before it
+// started (and then runs it inline); waiters is a stack of joiners that
+// becomes doneWaiters when the task finishes.
 type Task struct {
-	body  Body
-	rt    *Runtime
-	prio  fairness.Priority
-	rank  int32
-	depth int32
-	root  bool // submitted from outside: counted in Runtime.roots
-	state atomic.Uint32
+	body    Body
+	rt      *Runtime
+	rank    int32
+	depth   int32
+	root    bool // submitted from outside: counted in Runtime.roots
+	claimed atomic.Bool
 	// g is the goroutine that runs the task, set when it starts. The task
 	// stays on that goroutine for its whole life, even when it moves between
 	// workers: continuations are parked goroutines.
-	g *gor
-	// waiters is a stack of joiners, or doneWaiters once the task finished.
+	g       *gor
 	waiters atomic.Pointer[waiter]
 }
 
@@ -56,23 +51,33 @@ func (t *Task) Init(rt *Runtime, p fairness.Priority, body Body) error {
 	if err != nil {
 		return err
 	}
-	t.body, t.rt, t.prio, t.rank = body, rt, p, int32(r)
+	t.body, t.rt, t.rank = body, rt, int32(r)
 	return nil
 }
 
-// Priority is the priority the task runs at.
-func (t *Task) Priority() fairness.Priority { return t.prio }
+// InitLike prepares t to run body at the priority of parent, which skips the
+// priority lookup of Init: the common case of fork-join code.
+func (t *Task) InitLike(parent *Task, body Body) {
+	t.body, t.rt, t.rank = body, parent.rt, parent.rank
+}
 
-// Runtime is the runtime the task belongs to.
+// Priority is the priority the task runs at.
+func (t *Task) Priority() fairness.Priority { return t.rt.ranks[t.rank] }
+
+// Runtime is the runtime the task belongs to, nil if Init failed.
 func (t *Task) Runtime() *Runtime { return t.rt }
 
 // Done reports whether the task has finished.
-func (t *Task) Done() bool { return t.state.Load() == taskDone }
+func (t *Task) Done() bool { return t.waiters.Load() == doneWaiters }
+
+// claim takes the right to run t; it succeeds once.
+func (t *Task) claim() bool {
+	return !t.claimed.Load() && t.claimed.CompareAndSwap(false, true)
+}
 
 // finish marks t done and makes its waiters runnable. Joining threads go
 // into the bank of the worker that finished t, which is free right now.
 func (t *Task) finish(w *worker) {
-	t.state.Store(taskDone)
 	for ws := t.waiters.Swap(doneWaiters); ws != nil; ws = ws.next {
 		if ws.ch != nil {
 			close(ws.ch)
@@ -114,6 +119,6 @@ func (t *Task) Wait() {
 // Abandon marks a task that will never run (it failed before it was given
 // to a worker) as finished, so that waiting on it returns at once.
 func (t *Task) Abandon() {
-	t.state.Store(taskDone)
+	t.claimed.Store(true)
 	t.waiters.Store(doneWaiters)
 }

@@ -45,20 +45,19 @@ func (e *PanicError) Unwrap() error {
 // Ctx is what a running thread knows about itself. It is valid only inside
 // the thread it was given to and must not be shared with other threads.
 type Ctx struct {
-	t *runtime.Task
+	task runtime.Task
 }
 
 // Priority is the thread's priority.
-func (c *Ctx) Priority() fairness.Priority { return c.t.Priority() }
+func (c *Ctx) Priority() fairness.Priority { return c.task.Priority() }
 
 // Runtime is the runtime the thread runs on.
-func (c *Ctx) Runtime() *runtime.Runtime { return c.t.Runtime() }
+func (c *Ctx) Runtime() *runtime.Runtime { return c.task.Runtime() }
 
 // Handle is a thread with a result of type T, a future.
 type Handle[T any] struct {
-	task runtime.Task
-	ctx  Ctx
-	f    func(*Ctx) T
+	ctx Ctx // the thread's own context; it holds the runtime's task
+	f   func(*Ctx) T
 	val  T
 	err  error
 }
@@ -77,32 +76,31 @@ func (h *Handle[T]) Run(*runtime.Task) {
 }
 
 // Priority is the priority the thread runs at.
-func (h *Handle[T]) Priority() fairness.Priority { return h.task.Priority() }
+func (h *Handle[T]) Priority() fairness.Priority { return h.ctx.task.Priority() }
 
 // Done reports whether the thread has finished.
-func (h *Handle[T]) Done() bool { return h.task.Done() }
+func (h *Handle[T]) Done() bool { return h.ctx.task.Done() }
 
 // Wait blocks the calling goroutine until the thread has finished and
 // returns its result. It is for ordinary goroutines; threads use Join,
 // which does not hold up their worker.
 func (h *Handle[T]) Wait() (T, error) {
-	h.task.Wait()
+	h.ctx.task.Wait()
 	return h.val, h.err
 }
 
 func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
 	h := &Handle[T]{f: f}
-	h.ctx.t = &h.task
 	if f == nil {
 		return h, errors.New("fairly: nil thread function")
 	}
-	return h, h.task.Init(rt, p, h)
+	return h, h.ctx.task.Init(rt, p, h)
 }
 
 // failed gives a handle that is already finished with err.
 func failed[T any](h *Handle[T], err error) *Handle[T] {
 	h.f, h.err = nil, err
-	h.task.Abandon()
+	h.ctx.task.Abandon()
 	return h
 }
 
@@ -110,11 +108,17 @@ func failed[T any](h *Handle[T], err error) *Handle[T] {
 // thread c, and returns its handle. p may be any priority of the runtime;
 // an unknown one gives a handle whose Join reports the error.
 func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
-	h, err := newHandle(c.t.Runtime(), p, f)
+	if f != nil && p == c.Priority() {
+		h := &Handle[T]{f: f}
+		h.ctx.task.InitLike(&c.task, h)
+		c.task.Spawn(&h.ctx.task)
+		return h
+	}
+	h, err := newHandle(c.task.Runtime(), p, f)
 	if err != nil {
 		return failed(h, err)
 	}
-	c.t.Spawn(&h.task)
+	c.task.Spawn(&h.ctx.task)
 	return h
 }
 
@@ -123,10 +127,10 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 // h's priority is not ⪰ c's, and with a *PanicError when h panicked.
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	var zero T
-	switch h.task.Runtime() {
+	switch h.ctx.task.Runtime() {
 	case nil: // failed before it could start
 		return h.val, h.err
-	case c.t.Runtime():
+	case c.task.Runtime():
 	default:
 		return zero, ErrForeignHandle
 	}
@@ -134,7 +138,7 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)
 	}
 	if !h.Done() {
-		c.t.Join(&h.task)
+		c.task.Join(&h.ctx.task)
 	}
 	return h.val, h.err
 }
@@ -144,7 +148,7 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 func Go[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	h, err := newHandle(rt, p, f)
 	if err == nil {
-		err = rt.Submit(&h.task)
+		err = rt.Submit(&h.ctx.task)
 	}
 	if err != nil {
 		return failed(h, err)
@@ -160,7 +164,7 @@ func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, er
 
 // Yield is a preemption point: the thread's worker may switch to a more
 // urgent thread here. Call it in long loops that make no other thread call.
-func Yield(c *Ctx) { c.t.Yield() }
+func Yield(c *Ctx) { c.task.Yield() }
 
 // Await runs the blocking call f (a read, a syscall, a channel receive)
 // without holding a processor: the worker runs other threads meanwhile, and
@@ -168,9 +172,9 @@ func Yield(c *Ctx) { c.t.Yield() }
 // thread.
 func Await[T any](c *Ctx, f func() T) T {
 	var v T
-	c.t.Suspend(func() { v = f() })
+	c.task.Suspend(func() { v = f() })
 	return v
 }
 
 // Sleep pauses the thread for at least d without holding a processor.
-func Sleep(c *Ctx, d time.Duration) { c.t.Sleep(d) }
+func Sleep(c *Ctx, d time.Duration) { c.task.Sleep(d) }

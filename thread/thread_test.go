@@ -347,3 +347,52 @@ func TestStatsShares(t *testing.T) {
 	assert.InDelta(t, 0.75, sa, 0.08)
 	assert.InDelta(t, 0.25, sb, 0.08)
 }
+
+// TestWatchdogRescuesStalledWorker: on one worker, a thread spins without
+// ever reaching a preemption point; a thread submitted meanwhile must still
+// run (on a rescue worker) and release the spinner.
+func TestWatchdogRescuesStalledWorker(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	var released atomic.Bool
+	spinning := make(chan struct{})
+	spinner := thread.Go(rt, ps[2], func(c *thread.Ctx) bool {
+		close(spinning)
+		deadline := time.Now().Add(20 * time.Second)
+		for !released.Load() {
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+		return true
+	})
+	<-spinning
+	_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+		released.Store(true)
+		return 0
+	})
+	require.NoError(t, err)
+	ok, err := spinner.Wait()
+	require.NoError(t, err)
+	assert.True(t, ok, "the submitted thread never ran while the worker was stalled")
+	assert.NotZero(t, rt.Stats().Rescues)
+}
+
+// TestCloseWaitsForWork: Close returns only after submitted threads,
+// including ones sleeping off-processor, have finished.
+func TestCloseWaitsForWork(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c})
+	require.NoError(t, err)
+	var finished atomic.Int32
+	for i := range 10 {
+		thread.Go(rt, ps[i%3], func(c *thread.Ctx) int {
+			thread.Sleep(c, 10*time.Millisecond)
+			fib(c, 12)
+			finished.Add(1)
+			return 0
+		})
+	}
+	require.NoError(t, rt.Close())
+	assert.Equal(t, int32(10), finished.Load())
+}

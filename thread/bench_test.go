@@ -1,0 +1,170 @@
+package thread_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// Runtime-level figures of the core: spawn+join cost, work efficiency and
+// speedup of fork-join code, and how fast an Await-ed event resumes its
+// thread while every worker computes. The kernel suite is in bench/.
+
+func goFib(n int) int {
+	if n < 2 {
+		return n
+	}
+	var a int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { a = goFib(n - 1); wg.Done() }()
+	b := goFib(n - 2)
+	wg.Wait()
+	return a + b
+}
+
+func fibCutoff(c *thread.Ctx, n, cutoff int) int {
+	if n <= cutoff {
+		return seqFib(n)
+	}
+	h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return fibCutoff(c, n-1, cutoff) })
+	b := fibCutoff(c, n-2, cutoff)
+	a, _ := thread.Join(c, h)
+	return a + b
+}
+
+func benchRT(b *testing.B, procs int) (*runtime.Runtime, fairness.Priority) {
+	o := fairness.NewOrder()
+	p := o.New("work")
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt, p
+}
+
+// spawns(n) is the number of spawns fib(n) makes when it spawns at every call.
+func spawns(n int) int {
+	if n < 2 {
+		return 0
+	}
+	return 1 + spawns(n-1) + spawns(n-2)
+}
+
+// BenchmarkSpawnJoin: fib(27) spawning at every call; ns/spawn compares a
+// fairly thread with a goroutine and a WaitGroup.
+func BenchmarkSpawnJoin(b *testing.B) {
+	const n = 27
+	per := float64(spawns(n))
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
+			rt, p := benchRT(b, procs)
+			for b.Loop() {
+				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, "ns/spawn")
+		})
+	}
+	b.Run("goroutines", func(b *testing.B) {
+		for b.Loop() {
+			goFib(n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, "ns/spawn")
+	})
+}
+
+// BenchmarkFibCutoff: fib(35) with a sequential cutoff of 20, against the
+// sequential code (work efficiency T1/Ts and speedup at P=2).
+func BenchmarkFibCutoff(b *testing.B) {
+	const n, cutoff = 35, 20
+	b.Run("seq", func(b *testing.B) {
+		for b.Loop() {
+			seqFib(n)
+		}
+	})
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
+			rt, p := benchRT(b, procs)
+			for b.Loop() {
+				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fibCutoff(c, n, cutoff) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAwaitResponse: a high-priority thread Awaits events sent by an
+// ordinary goroutine every 2 ms while low-priority fib (spawning at every
+// call) keeps every worker busy, criterion 50/50. Reports the median and
+// 99th percentile from the send to the thread running again.
+func BenchmarkAwaitResponse(b *testing.B) {
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("P=%d", procs), func(b *testing.B) {
+			o := fairness.NewOrder()
+			hi, lo := o.New("interactive"), o.New("compute")
+			if err := o.Less(lo, hi); err != nil {
+				b.Fatal(err)
+			}
+			crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, lo: 50})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			var stop atomic.Bool
+			load := thread.Go(rt, lo, func(c *thread.Ctx) int {
+				for !stop.Load() {
+					fib(c, 25)
+				}
+				return 0
+			})
+			time.Sleep(20 * time.Millisecond)
+			events := make(chan time.Time)
+			lat := make([]time.Duration, 0, b.N)
+			resp := thread.Go(rt, hi, func(c *thread.Ctx) int {
+				for {
+					sent := thread.Await(c, func() time.Time { return <-events })
+					if sent.IsZero() { // closed: the benchmark is over
+						return 0
+					}
+					lat = append(lat, time.Since(sent))
+				}
+			})
+			for b.Loop() {
+				time.Sleep(2 * time.Millisecond)
+				events <- time.Now()
+			}
+			close(events)
+			if _, err := resp.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			stop.Store(true)
+			if _, err := load.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			}
+		})
+	}
+}
