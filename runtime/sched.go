@@ -83,7 +83,17 @@ func (w *worker) service(now int64) {
 	if !w.rescue && (now >= w.nextDeal || w.requests.Pending()) {
 		w.deal(now)
 	}
+	if now >= w.nextYield {
+		w.nextYield = now + int64(osYieldEvery)
+		osYield()
+	}
 }
+
+// osYieldEvery is how often a busy worker offers its OS processor to other
+// threads. With every core running a worker, the OS would otherwise let the
+// thread of the free P (timers, the network poller, Await-ed calls) wait for
+// a whole time slice, a millisecond or more, before it can wake a thread.
+const osYieldEvery = 200 * time.Microsecond
 
 // newRound draws the primary priority for the next quantum, adopting a
 // criterion installed by SetCriterion.

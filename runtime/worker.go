@@ -55,6 +55,7 @@ type worker struct {
 	primary   int
 	nextRound int64
 	nextDeal  int64
+	nextYield int64
 	count     int
 	cur       int   // rank being run, as in running
 	since     int64 // when cur started being accounted
