@@ -99,8 +99,12 @@ const osYieldEvery = 200 * time.Microsecond
 // criterion installed by SetCriterion.
 func (w *worker) newRound(now int64) {
 	if v := w.rt.critVer.Load(); w.sampler == nil || v != w.critVer {
+		c := w.rt.crit.Load()
 		w.critVer = v
-		w.sampler = w.rt.crit.Load().NewSampler(w.rand())
+		w.sampler = c.NewSampler(w.rand())
+		for r := range w.lends {
+			w.lends[r] = c.ShareByRank(r) > 0
+		}
 	}
 	w.charge(now)
 	w.borrowed = 0
@@ -127,8 +131,9 @@ func (w *worker) next() (item, bool) {
 // choose gives the rank the worker should run: cur is the rank of the
 // thread it runs now (it counts as work at that rank), rankLoop if none; now
 // is the current time if the caller has it, else 0. The primary rank when it
-// has work, unless a higher rank is ready and the prompt budget of the round
-// is not spent; else the highest rank with work (donation).
+// has work, unless a higher rank with a share of its own is ready and the
+// prompt budget of the round is not spent; else the highest rank with work
+// (donation).
 func (w *worker) choose(cur int, now int64) int {
 	top := max(w.highest(), cur)
 	if top < 0 {
@@ -139,7 +144,7 @@ func (w *worker) choose(cur int, now int64) int {
 		w.open(p)
 		return top
 	}
-	if top > p && w.rt.borrow && !w.rescue && w.mayBorrow(now) {
+	if top > p && w.lends[top] && w.rt.borrow && !w.rescue && w.mayBorrow(now) {
 		return top
 	}
 	return p

@@ -62,6 +62,7 @@ type worker struct {
 	borrowed  int64 // time this round at ranks above the primary one
 	critVer   uint64
 	sampler   *fairness.Sampler
+	lends     []bool // rank r has a share, so it may borrow (see choose)
 	rng       uint64
 	spares    []*gor
 
@@ -77,6 +78,7 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 		sleepCh: make(chan struct{}, 1),
 		banks:   make([]bank.Bank[item], n),
 		mopen:   make([]bool, n),
+		lends:   make([]bool, n),
 		top:     -1,
 		cur:     rankLoop,
 		rng:     seed | 1,
