@@ -58,8 +58,8 @@ func (c *Ctx) Runtime() *runtime.Runtime { return c.task.Runtime() }
 type Handle[T any] struct {
 	ctx Ctx // the thread's own context; it holds the runtime's task
 	f   func(*Ctx) T
-	val  T
-	err  error
+	val T
+	err error
 }
 
 // Run is the runtime.Body of the thread: it calls f and keeps the result,
