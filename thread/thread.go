@@ -27,6 +27,9 @@ var ErrIncompatiblePriorities = errors.New("fairly: join would invert priorities
 // ErrForeignHandle is returned by Join for a handle of another runtime.
 var ErrForeignHandle = errors.New("fairly: handle belongs to another runtime")
 
+// ErrNilFunction is reported by the handle of a thread started with a nil function.
+var ErrNilFunction = errors.New("fairly: nil thread function")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -92,7 +95,7 @@ func (h *Handle[T]) Wait() (T, error) {
 func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
 	h := &Handle[T]{f: f}
 	if f == nil {
-		return h, errors.New("fairly: nil thread function")
+		return h, ErrNilFunction
 	}
 	return h, h.ctx.task.Init(rt, p, h)
 }

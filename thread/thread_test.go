@@ -396,3 +396,16 @@ func TestCloseWaitsForWork(t *testing.T) {
 	require.NoError(t, rt.Close())
 	assert.Equal(t, int32(10), finished.Load())
 }
+
+func TestNilFunction(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	_, err := thread.Run[int](rt, ps[0], nil)
+	assert.ErrorIs(t, err, thread.ErrNilFunction)
+	res, err := thread.Run(rt, ps[0], func(c *thread.Ctx) error {
+		_, err := thread.Join(c, thread.Spawn[int](c, ps[0], nil))
+		return err
+	})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, thread.ErrNilFunction)
+}

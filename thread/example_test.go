@@ -1,0 +1,213 @@
+package thread_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// setup builds the two-priority runtime the examples share: ui above
+// batch, each with half of the machine.
+func setup() (rt *runtime.Runtime, ui, batch fairness.Priority) {
+	o := fairness.NewOrder()
+	ui, batch = o.New("ui"), o.New("batch")
+	if err := o.Less(batch, ui); err != nil {
+		panic(err)
+	}
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{ui: 50, batch: 50})
+	if err != nil {
+		panic(err)
+	}
+	rt, err = runtime.New(runtime.Config{Procs: 2, Criterion: crit})
+	if err != nil {
+		panic(err)
+	}
+	return rt, ui, batch
+}
+
+// fibonacci forks a thread for one branch and computes the other itself.
+func fibonacci(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return fibonacci(c, n-1) })
+	b := fibonacci(c, n-2)
+	a, _ := thread.Join(c, h)
+	return a + b
+}
+
+func ExampleRun() {
+	rt, _, batch := setup()
+	defer rt.Close()
+
+	v, err := thread.Run(rt, batch, func(c *thread.Ctx) int { return fibonacci(c, 20) })
+	fmt.Println(v, err)
+	// Output: 6765 <nil>
+}
+
+func ExampleGo() {
+	rt, ui, batch := setup()
+	defer rt.Close()
+
+	// Start a long computation in the background, then do something urgent.
+	sum := thread.Go(rt, batch, func(c *thread.Ctx) int {
+		s := 0
+		for i := range 1_000_000 {
+			s += i
+			if i%10_000 == 0 {
+				thread.Yield(c)
+			}
+		}
+		return s
+	})
+	greeting := thread.Go(rt, ui, func(c *thread.Ctx) string { return "hello from " + c.Priority().String() })
+	fmt.Println(greeting.Wait())
+	fmt.Println(sum.Wait())
+	// Output:
+	// hello from ui <nil>
+	// 499999500000 <nil>
+}
+
+func ExampleSpawn() {
+	rt, _, batch := setup()
+	defer rt.Close()
+
+	// Sum the squares of 1..8, one thread per square.
+	total, _ := thread.Run(rt, batch, func(c *thread.Ctx) int {
+		var hs []*thread.Handle[int]
+		for i := 1; i <= 8; i++ {
+			hs = append(hs, thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { return i * i }))
+		}
+		s := 0
+		for _, h := range hs {
+			v, _ := thread.Join(c, h)
+			s += v
+		}
+		return s
+	})
+	fmt.Println(total)
+	// Output: 204
+}
+
+func ExampleJoin() {
+	rt, ui, batch := setup()
+	defer rt.Close()
+
+	msg, _ := thread.Run(rt, ui, func(c *thread.Ctx) string {
+		// A ui thread may spawn batch work, but waiting for it would let
+		// the batch priority hold up the ui one: Join refuses.
+		h := thread.Spawn(c, batch, func(*thread.Ctx) int { return 42 })
+		if _, err := thread.Join(c, h); errors.Is(err, thread.ErrIncompatiblePriorities) {
+			return "refused: ui must not wait for batch"
+		}
+		return "joined"
+	})
+	fmt.Println(msg)
+
+	// The other way round is fine: batch may wait for ui work.
+	v, err := thread.Run(rt, batch, func(c *thread.Ctx) int {
+		h := thread.Spawn(c, ui, func(*thread.Ctx) int { return 42 })
+		v, err := thread.Join(c, h)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	})
+	fmt.Println(v, err)
+
+	// A panic in a thread comes back from Join (or Wait) as an error.
+	_, err = thread.Run(rt, batch, func(c *thread.Ctx) int {
+		h := thread.Spawn(c, batch, func(*thread.Ctx) int { panic("out of cheese") })
+		_, err := thread.Join(c, h)
+		var pe *thread.PanicError
+		if errors.As(err, &pe) {
+			fmt.Println("panic:", pe.Value)
+		}
+		return 0
+	})
+	fmt.Println(err)
+	// Output:
+	// refused: ui must not wait for batch
+	// 42 <nil>
+	// panic: out of cheese
+	// <nil>
+}
+
+func ExampleAwait() {
+	rt, ui, _ := setup()
+	defer rt.Close()
+
+	// A pipe stands for a terminal or a socket: reads block until a line comes.
+	pr, pw := io.Pipe()
+	go func() {
+		fmt.Fprintln(pw, "hello")
+		fmt.Fprintln(pw, "world")
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	got, _ := thread.Run(rt, ui, func(c *thread.Ctx) []string {
+		var lines []string
+		for {
+			// While the read blocks, the worker runs other threads.
+			line := thread.Await(c, func() string {
+				l, _ := br.ReadString('\n')
+				return l
+			})
+			if line == "" {
+				return lines
+			}
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	})
+	fmt.Println(got)
+	// Output: [hello world]
+}
+
+func ExampleSleep() {
+	rt, ui, _ := setup()
+	defer rt.Close()
+
+	waited, _ := thread.Run(rt, ui, func(c *thread.Ctx) time.Duration {
+		start := time.Now()
+		thread.Sleep(c, 20*time.Millisecond) // the worker is free meanwhile
+		return time.Since(start)
+	})
+	fmt.Println(waited >= 20*time.Millisecond)
+	// Output: true
+}
+
+func ExampleYield() {
+	rt, _, batch := setup()
+	defer rt.Close()
+
+	// A long loop without spawns or joins: Yield now and then lets the
+	// worker switch to more urgent threads on time.
+	count, _ := thread.Run(rt, batch, func(c *thread.Ctx) int {
+		primes := 0
+		for n := 2; n < 20_000; n++ {
+			if n%1000 == 0 {
+				thread.Yield(c)
+			}
+			prime := true
+			for d := 2; d*d <= n; d++ {
+				if n%d == 0 {
+					prime = false
+					break
+				}
+			}
+			if prime {
+				primes++
+			}
+		}
+		return primes
+	})
+	fmt.Println(count, "primes below 20000")
+	// Output: 2262 primes below 20000
+}
