@@ -1,0 +1,112 @@
+package kernels
+
+import (
+	"sync"
+
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// par says how a kernel forks: not at all (the sequential baseline), with
+// plain goroutines, or with fairly threads. Each kernel is written once
+// against it, so its three versions share the algorithm and the grain and
+// differ only in how a fork is carried out.
+type par struct {
+	mode mode
+	c    *thread.Ctx // the running thread, in fairly mode
+}
+
+// mode is how a par forks.
+type mode uint8
+
+const (
+	sequential mode = iota
+	goroutines
+	threads
+)
+
+// seq and gor are the sequential and goroutine pars; fairly gives thread
+// c's.
+var (
+	seq = par{mode: sequential}
+	gor = par{mode: goroutines}
+)
+
+func fairly(c *thread.Ctx) par { return par{threads, c} }
+
+// strideLen is how many elements a long sequential loop of a fairly leaf
+// handles between two preemption points: about 100 µs of the slowest loop.
+const strideLen = 1 << 13
+
+// stride runs body on [lo, hi) in pieces of strideLen elements; in fairly
+// mode it passes a preemption point (thread.Yield) before each piece, so a
+// leaf that loops long, as big sizes make them, still lets its worker switch
+// to more urgent threads on time.
+func (p par) stride(lo, hi int, body func(lo, hi int)) {
+	for lo < hi {
+		if p.mode == threads {
+			thread.Yield(p.c)
+		}
+		end := min(lo+strideLen, hi)
+		body(lo, end)
+		lo = end
+	}
+}
+
+// join is thread.Join for kernels, whose children cannot fail unless they
+// panic: the failure is raised again in the parent, so it travels up to the
+// thread.Run that started the kernel and comes back as its error.
+func join[T any](c *thread.Ctx, h *thread.Handle[T]) T {
+	v, err := thread.Join(c, h)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// reduce divides [lo, hi) in halves down to pieces of at most grain
+// elements, forking the right half at every division (a binary spawn tree,
+// so the oldest threads hold the most work), runs leaf on each piece and
+// combines the results in order. The sequential par hands the whole range
+// to leaf at once.
+func reduce[T any](p par, lo, hi, grain int, leaf func(p par, lo, hi int) T, combine func(a, b T) T) T {
+	if hi-lo <= grain || p.mode == sequential {
+		return leaf(p, lo, hi)
+	}
+	mid := lo + (hi-lo)/2
+	if p.mode == threads {
+		h := thread.Spawn(p.c, p.c.Priority(), func(c *thread.Ctx) T {
+			return reduce(fairly(c), mid, hi, grain, leaf, combine)
+		})
+		left := reduce(p, lo, mid, grain, leaf, combine)
+		return combine(left, join(p.c, h))
+	}
+	var right T
+	var wg sync.WaitGroup
+	wg.Go(func() { right = reduce(p, mid, hi, grain, leaf, combine) })
+	left := reduce(p, lo, mid, grain, leaf, combine)
+	wg.Wait()
+	return combine(left, right)
+}
+
+// parFor is reduce for leaves without a result.
+func parFor(p par, lo, hi, grain int, leaf func(p par, lo, hi int)) {
+	reduce(p, lo, hi, grain,
+		func(p par, lo, hi int) struct{} { leaf(p, lo, hi); return struct{}{} },
+		func(struct{}, struct{}) struct{} { return struct{}{} })
+}
+
+// mix is the finaliser of splitmix64: a cheap bijective hash that turns
+// consecutive or structured values into well-spread ones. Every input of the
+// package is derived from a seed through it, so runs are reproducible.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// seed is where every generated input starts.
+const seed uint64 = 0x5eed_fa1e_2019
+
+// unit maps a hash to a float64 in [0, 1).
+func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
