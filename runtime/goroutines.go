@@ -33,14 +33,18 @@ func (rt *Runtime) newGor() *gor {
 
 // main is the body of every runtime goroutine: run the loop while it holds a
 // token; a spare parks first until it is handed one.
-func (g *gor) main(spare bool) {
+func (g *gor) main() {
 	defer g.rt.gors.Done()
-	if spare {
-		g.park()
-	}
-	if g.w != nil {
-		g.loop()
-	}
+	goexit := true
+	defer func() {
+		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
+		// dies, but its worker must not; a spare carries on.
+		if goexit && g.w != nil {
+			g.handOff()
+		}
+	}()
+	g.loop()
+	goexit = false
 }
 
 // park blocks until another goroutine hands this one a token (or, at
@@ -68,7 +72,7 @@ func (g *gor) handOff() {
 	}
 	sp := g.rt.newGor()
 	sp.w = w
-	go sp.main(false)
+	go sp.main()
 }
 
 // suspend takes the running thread t off its processor: its goroutine hands
@@ -105,6 +109,13 @@ func (g *gor) waitFor(t, child *Task) {
 // run executes task t, already claimed, on g's current worker.
 func (g *gor) run(t *Task) {
 	t.g = g
+	returned := false
+	defer func() {
+		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
+			t.finish(g.w)
+		}
+	}()
 	t.body.Run(t)
+	returned = true
 	t.finish(g.w)
 }

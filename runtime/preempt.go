@@ -63,6 +63,9 @@ func (t *Task) Spawn(child *Task) {
 	if child.rank > t.rank {
 		w.attn.Store(1)
 	}
+	if w.rt.idlers.Load() > 0 && !w.rescue {
+		w.feedIdle(int(child.rank))
+	}
 	t.point()
 }
 

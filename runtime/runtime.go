@@ -97,11 +97,13 @@ type Runtime struct {
 
 	roots     atomic.Int64 // submitted threads not yet finished
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
+	idlers    atomic.Int32 // workers in idle; read by every spawn, written rarely
 	gors      sync.WaitGroup
 	ticker    *ticker
 	rescues   atomic.Int64 // rescue workers alive
 	steerSeq  atomic.Uint64
-	maxprocs  bool // whether New raised GOMAXPROCS
+	moves     atomic.Uint64 // threads handed to another worker, for Close
+	maxprocs  bool          // whether New raised GOMAXPROCS
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig for
@@ -121,7 +123,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	procs := cfg.Procs
 	if procs == 0 {
-		procs = goruntime.GOMAXPROCS(0)
+		procs = baseProcs()
 	}
 	order, crit := cfg.Order, cfg.Criterion
 	switch {
@@ -156,12 +158,13 @@ func New(cfg Config) (*Runtime, error) {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
 	}
 	if !cfg.KeepGOMAXPROCS {
-		rt.maxprocs = reserveP(procs + 1)
+		reserveP(procs)
+		rt.maxprocs = true
 	}
 	for _, w := range rt.workers {
 		g := rt.newGor()
 		g.w = w
-		go g.main(false)
+		go g.main()
 	}
 	rt.ticker = startTicker(rt)
 	return rt, nil
@@ -232,23 +235,27 @@ func (rt *Runtime) Close() error {
 	rt.gors.Wait()
 	close(rt.closed)
 	if rt.maxprocs {
-		releaseP()
+		releaseP(len(rt.workers))
 	}
 	return nil
 }
 
 // quiescent reports that no thread exists: none submitted and unfinished,
 // none parked off-processor, and every worker asleep with nothing queued.
+// Threads only reach a sleeping worker through a deal or steering, which
+// count in moves, so a scan during which moves did not change saw a
+// consistent state.
 func (rt *Runtime) quiescent() bool {
+	moves := rt.moves.Load()
 	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 || rt.rescues.Load() != 0 {
 		return false
 	}
 	for _, w := range rt.workers {
-		if w.sleeping.Load() == 0 || w.inbox.n.Load() != 0 {
+		if w.sleeping.Load() == 0 || w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0 {
 			return false
 		}
 	}
-	return rt.roots.Load() == 0 && rt.suspended.Load() == 0
+	return rt.moves.Load() == moves && rt.roots.Load() == 0 && rt.suspended.Load() == 0
 }
 
 // now is the time since the runtime started, from the monotonic clock.
@@ -257,32 +264,42 @@ func (rt *Runtime) now() int64 { return int64(time.Since(rt.epoch)) }
 // GOMAXPROCS reservation, shared by every live runtime of the process.
 var maxprocs struct {
 	sync.Mutex
-	users    int
-	original int
+	workers  int // workers of the live runtimes that reserved
+	original int // GOMAXPROCS before the first of them
 }
 
-// reserveP raises GOMAXPROCS to at least n so that one P stays free for
-// wake-ups while the workers compute. It reports whether it took a reference.
-func reserveP(n int) bool {
+// baseProcs is GOMAXPROCS as the program set it, not as raised by runtimes.
+func baseProcs() int {
 	maxprocs.Lock()
 	defer maxprocs.Unlock()
-	if maxprocs.users == 0 {
+	if maxprocs.workers > 0 {
+		return maxprocs.original
+	}
+	return goruntime.GOMAXPROCS(0)
+}
+
+// reserveP raises GOMAXPROCS so that one P stays free for wake-ups while
+// the workers of every live runtime compute: to the sum of their workers
+// plus one, if that is more than it was.
+func reserveP(workers int) {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	if maxprocs.workers == 0 {
 		maxprocs.original = goruntime.GOMAXPROCS(0)
 	}
-	maxprocs.users++
-	if goruntime.GOMAXPROCS(0) < n {
+	maxprocs.workers += workers
+	if n := maxprocs.workers + 1; goruntime.GOMAXPROCS(0) < n {
 		goruntime.GOMAXPROCS(n)
 	}
-	return true
 }
 
-// releaseP drops a reference taken by reserveP; the last one restores the
-// GOMAXPROCS the process had before.
-func releaseP() {
+// releaseP drops the reservation of a closed runtime; the last one restores
+// the GOMAXPROCS the process had before.
+func releaseP(workers int) {
 	maxprocs.Lock()
 	defer maxprocs.Unlock()
-	maxprocs.users--
-	if maxprocs.users == 0 {
+	maxprocs.workers -= workers
+	if maxprocs.workers == 0 {
 		goruntime.GOMAXPROCS(maxprocs.original)
 	}
 }

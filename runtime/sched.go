@@ -278,12 +278,25 @@ func (w *worker) sendTo(v *worker, r int) bool {
 	if m.State() != mailbox.Open || !m.TryClaim() {
 		return false
 	}
+	w.rt.moves.Add(1)
 	m.Send(w.banks[r].Split(nil))
 	v.mailFlag.Store(1)
 	v.attn.Store(1)
 	v.wake()
 	w.stats.dealsSent.Add(1)
 	return true
+}
+
+// feedIdle deals threads of rank r to an idle worker, if one has its
+// mailbox for r open. Spawn calls it while some worker is idle, so that new
+// work reaches idle workers at once, even if the spawning thread then
+// computes for long without a preemption point.
+func (w *worker) feedIdle(r int) {
+	for _, v := range w.rt.workers {
+		if v != w && v.idling.Load() && w.sendTo(v, r) {
+			return
+		}
+	}
 }
 
 // idleSpin is how long an idle worker looks for work before it sleeps.
@@ -296,6 +309,12 @@ func (w *worker) idle() {
 	for r := range w.mail {
 		w.open(r)
 	}
+	w.idling.Store(true)
+	w.rt.idlers.Add(1)
+	defer func() {
+		w.idling.Store(false)
+		w.rt.idlers.Add(-1)
+	}()
 	ws := w.rt.workers
 	if len(ws) > 1 {
 		v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]

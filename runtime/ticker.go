@@ -85,5 +85,5 @@ func (rt *Runtime) rescue(w *worker) {
 	w.stats.rescues.Add(1)
 	g := rt.newGor()
 	g.w = rw
-	go g.main(false)
+	go g.main()
 }

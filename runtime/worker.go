@@ -41,6 +41,7 @@ type worker struct {
 	attn     atomic.Uint32 // raised: pass through the scheduler at the next point
 	mailFlag atomic.Uint32 // raised by a sender after filling one of mail
 	sleeping atomic.Uint32
+	idling   atomic.Bool // in idle: spinning or asleep
 	sleepCh  chan struct{}
 	stalled  atomic.Bool   // set by the watchdog: no preemption point for a while
 	beat     atomic.Uint64 // counts passes through the scheduler, for the watchdog
@@ -127,6 +128,7 @@ func (w *worker) wake() {
 
 // give queues it in w's inbox and makes w look at it soon.
 func (w *worker) give(it item) {
+	w.rt.moves.Add(1)
 	w.inbox.push(it)
 	w.attn.Store(1)
 	w.wake()

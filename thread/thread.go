@@ -30,6 +30,14 @@ var ErrForeignHandle = errors.New("fairly: handle belongs to another runtime")
 // ErrNilFunction is reported by the handle of a thread started with a nil function.
 var ErrNilFunction = errors.New("fairly: nil thread function")
 
+// ErrGoexit is reported by the handle of a thread that called runtime.Goexit
+// (for instance through testing.T.FailNow) instead of returning.
+var ErrGoexit = errors.New("fairly: thread called runtime.Goexit")
+
+// ErrJoinSelf is returned by Join when a thread joins its own handle, which
+// could never finish.
+var ErrJoinSelf = errors.New("fairly: thread joins itself")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -68,14 +76,18 @@ type Handle[T any] struct {
 // Run is the runtime.Body of the thread: it calls f and keeps the result,
 // turning a panic into a PanicError so the worker carries on.
 func (h *Handle[T]) Run(*runtime.Task) {
+	returned := false
 	defer func() {
 		if r := recover(); r != nil {
 			h.err = &PanicError{Value: r, Stack: debug.Stack()}
+		} else if !returned {
+			h.err = ErrGoexit
 		}
 	}()
 	f := h.f
 	h.f = nil // let the closure's captures go as soon as possible
 	h.val = f(&h.ctx)
+	returned = true
 }
 
 // Priority is the priority the thread runs at.
@@ -136,6 +148,9 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	case c.task.Runtime():
 	default:
 		return zero, ErrForeignHandle
+	}
+	if &h.ctx == c {
+		return zero, ErrJoinSelf
 	}
 	if hp, cp := h.Priority(), c.Priority(); hp != cp && !cp.Order().LessEq(cp, hp) {
 		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)

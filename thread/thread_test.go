@@ -3,6 +3,7 @@ package thread_test
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,7 +308,7 @@ func TestStatsShares(t *testing.T) {
 			}
 			if d == 0 {
 				x := 0
-				for i := range 20000 {
+				for i := range 5000 {
 					x += i * i
 				}
 				return x & 1
@@ -319,12 +320,12 @@ func TestStatsShares(t *testing.T) {
 		}
 		n := 0
 		for !stop.Load() {
-			n += loop(c, 6)
+			n += loop(c, 8)
 		}
 		return n
 	}
 	var hs []*thread.Handle[int]
-	for range 2 {
+	for range 4 {
 		hs = append(hs, thread.Go(rt, a, busy), thread.Go(rt, b, busy))
 	}
 	time.Sleep(1500 * time.Millisecond)
@@ -408,4 +409,36 @@ func TestNilFunction(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.ErrorIs(t, res, thread.ErrNilFunction)
+}
+
+func TestGoexitAndSelfJoin(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	_, err := thread.Run(rt, ps[1], func(c *thread.Ctx) int {
+		goruntime.Goexit()
+		return 0
+	})
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	res, err := thread.Run(rt, ps[1], func(c *thread.Ctx) error {
+		h := thread.Spawn(c, ps[1], func(c *thread.Ctx) int { goruntime.Goexit(); return 0 })
+		_, err := thread.Join(c, h)
+		return err
+	})
+	// The child ran inline on the parent's goroutine, which Goexit ends too.
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	assert.NoError(t, res)
+	// The worker survived both.
+	v, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int { return fib(c, 15) })
+	require.NoError(t, err)
+	assert.Equal(t, 610, v)
+
+	self := make(chan *thread.Handle[error], 1)
+	h := thread.Go(rt, ps[0], func(c *thread.Ctx) error {
+		_, err := thread.Join(c, <-self)
+		return err
+	})
+	self <- h
+	res, err = h.Wait()
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, thread.ErrJoinSelf)
 }

@@ -1,0 +1,79 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sim drives the admission core on a fake clock, one tick a second, the
+// way the design documents' simulations do.
+type sim struct {
+	t       *testing.T
+	c       *core
+	now     time.Time
+	ends    map[*entry]time.Time // running jobs and when they finish
+	durs    map[*entry]time.Duration
+	started []*entry
+	starts  map[*entry]time.Time
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newSim(t *testing.T, cfg Config) *sim {
+	t.Helper()
+	sm := &sim{t: t, now: epoch, ends: map[*entry]time.Time{}, durs: map[*entry]time.Duration{}, starts: map[*entry]time.Time{}}
+	cfg.Clock = func() time.Time { return sm.now }
+	s, err := validate(cfg)
+	require.NoError(t, err)
+	sm.c = newCore(s, newMetrics())
+	return sm
+}
+
+// add enqueues a job that will run for dur once admitted.
+func (sm *sim) add(typ JobType, id, key, grp string, w float64, dur time.Duration) *entry {
+	sm.t.Helper()
+	ts, ok := sm.c.types[typ]
+	require.True(sm.t, ok, typ)
+	e := &entry{tid: tid{typ, id}, typ: ts, weight: w}
+	sm.durs[e] = dur
+	sm.c.enqueue(e, grp, key, sm.now)
+	return e
+}
+
+// step completes due jobs and dispatches.
+func (sm *sim) step() {
+	for e, end := range sm.ends {
+		if !end.After(sm.now) {
+			delete(sm.ends, e)
+			sm.c.complete(e, end.Sub(e.start), sm.now)
+		}
+	}
+	sm.dispatch()
+}
+
+func (sm *sim) dispatch() []*entry {
+	out := sm.c.dispatch(sm.now)
+	for _, e := range out {
+		sm.ends[e] = sm.now.Add(sm.durs[e])
+		sm.starts[e] = sm.now
+		sm.started = append(sm.started, e)
+	}
+	return out
+}
+
+// advance moves the clock and steps once.
+func (sm *sim) advance(d time.Duration) {
+	sm.now = sm.now.Add(d)
+	sm.step()
+}
+
+// at is when e started, in seconds from the epoch; -1 if it did not.
+func (sm *sim) at(e *entry) float64 {
+	st, ok := sm.starts[e]
+	if !ok {
+		return -1
+	}
+	return st.Sub(epoch).Seconds()
+}
