@@ -88,8 +88,11 @@ func (g *gor) suspend(t *Task, during func()) {
 
 // rejoin queues t's continuation and parks until it is scheduled again.
 func (g *gor) rejoin(t *Task) {
-	g.rt.steer(item{t: t, g: g})
-	g.park()
+	if !g.rt.takeOver(g) {
+		g.rt.steer(item{t: t, g: g})
+		g.park()
+	}
+	g.w.setRunning(int(t.rank))
 	g.rt.suspended.Add(-1)
 }
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	goruntime "runtime"
 	"time"
 
 	"github.com/fairlyprompt/fairly/bank"
@@ -19,6 +18,9 @@ import (
 func (g *gor) loop() {
 	for {
 		w := g.w
+		if w == nil {
+			return // released while asleep, with enough spares around
+		}
 		if w.rt.stopping.Load() {
 			w.shutdown()
 			return
@@ -30,7 +32,7 @@ func (g *gor) loop() {
 				w.retire()
 				return
 			}
-			w.idle()
+			w.idle(g)
 			continue
 		}
 		if it.g != nil {
@@ -299,22 +301,16 @@ func (w *worker) feedIdle(r int) {
 	}
 }
 
-// idleSpin is how long an idle worker looks for work before it sleeps.
-const idleSpin = 50 * time.Microsecond
-
 // idle runs when the worker has nothing: open every mailbox, ask a random
-// worker for work, spin briefly, then sleep until woken by new work.
-func (w *worker) idle() {
+// worker for work, then sleep until woken by new work. It returns with g holding a token again, or none (g.w == nil) if g
+// became surplus while asleep.
+func (w *worker) idle(g *gor) {
 	w.setRunning(rankLoop)
 	for r := range w.mail {
 		w.open(r)
 	}
 	w.idling.Store(true)
 	w.rt.idlers.Add(1)
-	defer func() {
-		w.idling.Store(false)
-		w.rt.idlers.Add(-1)
-	}()
 	ws := w.rt.workers
 	if len(ws) > 1 {
 		v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
@@ -323,20 +319,26 @@ func (w *worker) idle() {
 			w.stats.requests.Add(1)
 		}
 	}
-	deadline := w.rt.now() + int64(idleSpin)
-	for w.rt.now() < deadline {
-		if w.hasWork() {
-			return
-		}
-		goruntime.Gosched()
-	}
+	// From here on the worker counts as asleep: a waker hands the token back
+	// to g, or a resumed thread takes the token over and leaves g among the
+	// spares. It does not spin: spinning through the Go scheduler keeps this
+	// P from polling the network and delays wake-ups more than it saves.
+	w.sleeper = g
+	g.w = nil
 	w.sleeping.Store(1)
-	if w.hasWork() || w.rt.stopping.Load() {
-		if w.sleeping.CompareAndSwap(1, 0) {
-			return
-		}
+	if (w.hasWork() || w.rt.stopping.Load()) && w.sleeping.CompareAndSwap(1, 0) {
+		g.w = w
+		w.unidle()
+		return
 	}
-	<-w.sleepCh
+	g.park()
+}
+
+// unidle ends an idle period; it is called by whoever takes the token of
+// the idle worker: the worker itself, a waker, or a thread taking over.
+func (w *worker) unidle() {
+	w.idling.Store(false)
+	w.rt.idlers.Add(-1)
 }
 
 // hasWork reports work delivered from outside: inbox or mailboxes.

@@ -41,8 +41,8 @@ type worker struct {
 	attn     atomic.Uint32 // raised: pass through the scheduler at the next point
 	mailFlag atomic.Uint32 // raised by a sender after filling one of mail
 	sleeping atomic.Uint32
-	idling   atomic.Bool // in idle: spinning or asleep
-	sleepCh  chan struct{}
+	idling   atomic.Bool   // in idle: spinning or asleep
+	sleeper  *gor          // the loop goroutine parked while sleeping == 1
 	stalled  atomic.Bool   // set by the watchdog: no preemption point for a while
 	beat     atomic.Uint64 // counts passes through the scheduler, for the watchdog
 
@@ -73,17 +73,16 @@ type worker struct {
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:      rt,
-		id:      id,
-		mail:    make([]mailbox.Mailbox[bank.Entry[item]], n),
-		sleepCh: make(chan struct{}, 1),
-		banks:   make([]bank.Bank[item], n),
-		mopen:   make([]bool, n),
-		lends:   make([]bool, n),
-		top:     -1,
-		cur:     rankLoop,
-		rng:     seed | 1,
-		stats:   newWorkerStats(n),
+		rt:    rt,
+		id:    id,
+		mail:  make([]mailbox.Mailbox[bank.Entry[item]], n),
+		banks: make([]bank.Bank[item], n),
+		mopen: make([]bool, n),
+		lends: make([]bool, n),
+		top:   -1,
+		cur:   rankLoop,
+		rng:   seed | 1,
+		stats: newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
 	w.newRound(0)
@@ -122,8 +121,34 @@ func (b *inbox) take(dst []item) []item {
 // wake releases the worker if it sleeps in idle.
 func (w *worker) wake() {
 	if w.sleeping.CompareAndSwap(1, 0) {
-		w.sleepCh <- struct{}{}
+		w.unidle()
+		w.sleeper.resume(w)
 	}
+}
+
+// takeOver gives g the token of a sleeping worker, if there is one: a thread
+// that resumes after Await or Sleep then runs at once, without waking the
+// worker's goroutine and waiting for it to pick the thread up. The sleeping
+// goroutine stays parked, now as a spare.
+func (rt *Runtime) takeOver(g *gor) bool {
+	for _, w := range rt.workers {
+		if w.sleeping.Load() != 1 || !w.sleeping.CompareAndSwap(1, 0) {
+			continue
+		}
+		w.unidle()
+		sp := w.sleeper
+		w.sleeper = nil
+		if len(w.spares) < maxSpares {
+			w.spares = append(w.spares, sp)
+		} else {
+			sp.resume(nil) // surplus: it exits
+		}
+		g.w = w
+		w.attn.Store(1) // look at the inbox and mailboxes soon
+		w.rt.moves.Add(1)
+		return true
+	}
+	return false
 }
 
 // give queues it in w's inbox and makes w look at it soon.

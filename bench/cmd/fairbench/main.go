@@ -1,0 +1,282 @@
+// Command fairbench runs fairly's benchmark suite: the experiments of the
+// paper "Fairness in Responsive Parallelism" (§6), on fairly and against
+// plain goroutines. It prints the tables as markdown and writes a report
+// folder with the same tables, PNG charts and the raw measurements.
+//
+//	go run ./bench/cmd/fairbench                  # the quick suite, a minute or two
+//	go run ./bench/cmd/fairbench -full -out full  # default sizes, more repetitions
+//	go run ./bench/cmd/fairbench -experiments table5 -procs 2 -echo-for 20s
+//
+// Run with -h for every flag. "fairbench driver ..." runs the interaction
+// driver (package driver), which the suite starts as a process of its own
+// so that response times are measured outside the process being measured.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/fairlyprompt/fairly/bench/driver"
+	"github.com/fairlyprompt/fairly/bench/harness"
+	"github.com/fairlyprompt/fairly/bench/kernels"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "driver" {
+		os.Exit(driver.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// quickSizes make every kernel's sequential run last about a tenth of a
+// second on the 2-core machines the suite was tuned on.
+var quickSizes = map[string]int{
+	"fib": 27, "fib-cutoff": 37, "uts": 8, "strassen": 512, "bfs": 400_000, "sort": 1_000_000,
+}
+
+// selfDriver runs this executable's driver subcommand.
+func selfDriver(args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0] // if that cannot run either, starting the driver reports it
+	}
+	return exec.Command(exe, append([]string{"driver"}, args...)...)
+}
+
+// errUsage marks command-line mistakes (exit code 2).
+var errUsage = errors.New("usage")
+
+// run is the command without the process around it; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, out, progress, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "fairbench: %v\nRun 'fairbench -h' for the flags.\n", err)
+		return 2
+	}
+	if progress {
+		var bar *progressbar.ProgressBar
+		cfg.Progress = func(done, total int, next string) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowCount(),
+					progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth(),
+					progressbar.OptionShowElapsedTimeOnFinish())
+			}
+			bar.Describe(next)
+			_ = bar.Set(done)
+			if next == "" {
+				_ = bar.Finish()
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	loadBefore := loadAverage()
+	res, err := harness.Run(*cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "\nfairbench:", err)
+		return 1
+	}
+	fmt.Fprint(stdout, harness.Markdown(res))
+	if err := harness.WriteReport(out, header(args, cfg, loadBefore, loadAverage()), res); err != nil {
+		fmt.Fprintln(stderr, "fairbench: writing the report:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "fairbench: report written to %s/report.md\n", out)
+	return 0
+}
+
+// parseFlags reads the command line into a suite, the report folder and
+// whether to show progress.
+func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool, error) {
+	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	names := make([]string, 0)
+	for _, k := range kernels.All() {
+		names = append(names, k.Name)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: fairbench [flags]\n\nRuns fairly's benchmark suite and writes a report.\n"+
+			"Kernels: %s. Experiments: %s.\n\n", strings.Join(names, ", "), strings.Join(harness.Experiments, ", "))
+		fs.PrintDefaults()
+	}
+	quick := fs.Bool("quick", true, "quick suite: small sizes, 3 repetitions, 2s echo replays")
+	full := fs.Bool("full", false, "full suite: the kernels' default sizes (about 1s sequential), 5 repetitions, 10s echo replays")
+	kernelList := fs.String("kernels", "all", "comma-separated kernels, or all")
+	procList := fs.String("procs", "1,2", "comma-separated processor counts")
+	critList := fs.String("criteria", "50-0-50,50-25-25", "comma-separated criteria HIGH-MEDIUM-LOW (percent) for table1, table4 and fig8")
+	shareList := fs.String("shares", "50,25,5", "comma-separated interactive shares (percent) for fig9")
+	sizeList := fs.String("size", "", "kernel sizes: name=N,... and/or one of the presets quick, default, paper")
+	reps := fs.Int("reps", 0, "repetitions of each kernel measurement (default 3 quick, 5 full)")
+	expList := fs.String("experiments", "all", "comma-separated experiments, or all")
+	rate := fs.Float64("rate", 50, "echo requests per second")
+	echoFor := fs.Duration("echo-for", 0, "length of the echo replays of table5 and fig9 (default 2s quick, 10s full)")
+	fibSize := fs.Int("fib", 0, "n of fib in table5 and fig9 (default: the size of fib)")
+	out := fs.String("out", "fairbench-report", "report folder")
+	progress := fs.Bool("progress", true, "show a progress bar on standard error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, "", false, err
+		}
+		return nil, "", false, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, "", false, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *full {
+		*quick = false
+	}
+	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize}
+	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
+	if !*quick {
+		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"
+	}
+	if cfg.Reps == 0 {
+		cfg.Reps = defaultReps
+	}
+	if cfg.EchoFor == 0 {
+		cfg.EchoFor = defaultFor
+	}
+	var err error
+	if cfg.Kernels, err = parseKernels(*kernelList); err != nil {
+		return nil, "", false, err
+	}
+	if cfg.Procs, err = parseList(*procList, "processor count", strconv.Atoi); err != nil {
+		return nil, "", false, err
+	}
+	if cfg.Criteria, err = parseList(*critList, "criterion", harness.ParseCriterion); err != nil {
+		return nil, "", false, err
+	}
+	if cfg.Shares, err = parseList(*shareList, "share", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+		return nil, "", false, err
+	}
+	if cfg.Sizes, err = parseSizes(*sizeList, preset); err != nil {
+		return nil, "", false, err
+	}
+	if *expList == "all" {
+		cfg.Experiments = harness.Experiments
+	} else if cfg.Experiments, err = parseList(*expList, "experiment", func(s string) (string, error) { return s, nil }); err != nil {
+		return nil, "", false, err
+	}
+	if *out == "" {
+		return nil, "", false, fmt.Errorf("%w: -out is empty", errUsage)
+	}
+	cfg.Driver = selfDriver
+	if err := cfg.Validate(); err != nil {
+		return nil, "", false, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return cfg, *out, *progress, nil
+}
+
+func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := parse(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad %s %q: %v", errUsage, what, f, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no %s given", errUsage, what)
+	}
+	return out, nil
+}
+
+func parseKernels(s string) ([]kernels.Kernel, error) {
+	if s == "all" {
+		return kernels.All(), nil
+	}
+	return parseList(s, "kernel", kernels.Lookup)
+}
+
+// parseSizes reads "name=N,..." with optional presets; preset applies
+// first, then the list in order.
+func parseSizes(s, preset string) (map[string]int, error) {
+	sizes := make(map[string]int)
+	apply := func(p string) {
+		for _, k := range kernels.All() {
+			switch p {
+			case "quick":
+				sizes[k.Name] = quickSizes[k.Name]
+			case "default":
+				sizes[k.Name] = k.DefaultSize
+			case "paper":
+				sizes[k.Name] = k.PaperSize
+			}
+		}
+	}
+	apply(preset)
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
+		case f == "quick" || f == "default" || f == "paper":
+			apply(f)
+		default:
+			name, val, ok := strings.Cut(f, "=")
+			if _, err := kernels.Lookup(name); !ok || err != nil {
+				return nil, fmt.Errorf("%w: bad size %q: want name=N with a known kernel or a preset (quick, default, paper)", errUsage, f)
+			}
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%w: bad size %q: want a positive integer", errUsage, f)
+			}
+			sizes[name] = n
+		}
+	}
+	for name, n := range sizes {
+		if n == 0 { // a kernel the quick table does not know
+			k, _ := kernels.Lookup(name)
+			sizes[name] = k.DefaultSize
+		}
+	}
+	return sizes, nil
+}
+
+// loadAverage gives the system's load averages over 1, 5 and 15 minutes
+// where the system tells them (Linux), for a reader to judge how busy the
+// machine was; "" elsewhere.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return ""
+}
+
+// header opens the report: how it was made and on what.
+func header(args []string, cfg *harness.Config, loadBefore, loadAfter string) string {
+	var b strings.Builder
+	b.WriteString("# fairbench report\n\n")
+	fmt.Fprintf(&b, "Command: `%s`  \n", strings.Join(append([]string{"fairbench"}, args...), " "))
+	fmt.Fprintf(&b, "Date: %s  \n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs, %s  \n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), goruntime.Version())
+	if loadBefore != "" {
+		fmt.Fprintf(&b, "Load average (1, 5, 15 min): %s before, %s after  \n", loadBefore, loadAfter)
+	}
+	var sizes []string
+	for _, k := range cfg.Kernels {
+		sizes = append(sizes, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.Sizes[k.Name]))
+	}
+	fmt.Fprintf(&b, "Sizes: %s  \n", strings.Join(sizes, ", "))
+	fmt.Fprintf(&b, "Repetitions: %d; echo: %g requests/s from a separate driver process  \n", cfg.Reps, cfg.EchoRate)
+	b.WriteString("P is the number of fairly workers, or the GOMAXPROCS of plain goroutines " +
+		"(fairly's runtime keeps one more P for wake-ups unless runtime.Config.KeepGOMAXPROCS is set).\n\n")
+	return b.String()
+}

@@ -1,0 +1,226 @@
+package harness
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/bench/driver"
+	"github.com/fairlyprompt/fairly/bench/kernels"
+)
+
+// TestMain lets the test binary double as the driver process.
+func TestMain(m *testing.M) {
+	if os.Getenv("FAIRBENCH_TEST_DRIVER") == "1" {
+		os.Exit(driver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func testDriver(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	// A race-enabled binary sleeps a second at exit unless told not to.
+	cmd.Env = append(os.Environ(), "FAIRBENCH_TEST_DRIVER=1", "GORACE=atexit_sleep_ms=0")
+	return cmd
+}
+
+func lookup(t *testing.T, names ...string) []kernels.Kernel {
+	t.Helper()
+	var ks []kernels.Kernel
+	for _, n := range names {
+		k, err := kernels.Lookup(n)
+		require.NoError(t, err)
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// tinyConfig is the whole suite at sizes that take milliseconds.
+func tinyConfig(t *testing.T) Config {
+	return Config{
+		Kernels:     lookup(t, "fib", "uts"),
+		Sizes:       map[string]int{"fib": 12, "uts": 3},
+		Procs:       []int{1, 2},
+		Criteria:    []Criterion{{50, 0, 50}, {50, 25, 25}},
+		Shares:      []float64{50, 5},
+		Reps:        2,
+		Experiments: Experiments,
+		EchoRate:    100,
+		EchoFor:     150 * time.Millisecond,
+		FibSize:     14,
+		Driver:      testDriver,
+	}
+}
+
+// tables splits the markdown tables of a report into rows of cells.
+func tables(md string) [][][]string {
+	var out [][][]string
+	var cur [][]string
+	cell := regexp.MustCompile(`(?:\\\||[^|])+`)
+	for _, line := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if cur != nil {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cells := cell.FindAllString(strings.Trim(line, "|"), -1)
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		cur = append(cur, cells)
+	}
+	return out
+}
+
+func TestSuite(t *testing.T) {
+	cfg := tinyConfig(t)
+	var steps []string
+	cfg.Progress = func(done, total int, next string) {
+		assert.LessOrEqual(t, done, total)
+		steps = append(steps, next)
+	}
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.NotEmpty(t, steps)
+	assert.Empty(t, steps[len(steps)-1], "the last call announces the end")
+
+	// Every response-time record saw its echoes answered.
+	for _, rec := range res.Records {
+		if rec.Echo != nil {
+			assert.Positive(t, rec.Echo.Sent, "%s %s", rec.Kind, rec.Grain)
+			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s: %s", rec.Kind, rec.Grain, rec.Echo.Stopped)
+		}
+	}
+
+	dir := t.TempDir()
+	require.NoError(t, WriteReport(dir, "# test\n\n", res))
+	for _, f := range []string{"report.md", "results.json", "fig8.png", "fig9.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+		assert.Positive(t, st.Size(), f)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	tbs := tables(string(md))
+	require.Len(t, tbs, len(Experiments), "one table per experiment")
+	rows := map[int]int{0: 4, 1: 4, 2: 4, 3: 4, 4: 12, 5: 2, 6: 4} // data rows of each table
+	for i, tb := range tbs {
+		require.GreaterOrEqual(t, len(tb), 2, "table %d", i)
+		for _, r := range tb {
+			assert.Len(t, r, len(tb[0]), "table %d row %q", i, r)
+		}
+		assert.Len(t, tb[2:], rows[i], "table %d", i)
+		if i == 4 {
+			continue // table5 has no fib time at idle, and no ratio on fairly's rows
+		}
+		for _, r := range tb[2:] {
+			for _, c := range r {
+				assert.NotEqual(t, "—", c, "table %d row %q has a missing measurement", i, r)
+			}
+		}
+	}
+	assert.Contains(t, string(md), "![Figure 8")
+
+	var back Results
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Len(t, back.Records, len(res.Records))
+
+	assert.Equal(t, strings.Count(Markdown(res), "\n## "), len(Experiments)-1)
+}
+
+func TestSuiteWrongDriver(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Experiments = []string{"table3"}
+	cfg.Kernels = cfg.Kernels[:1]
+	cfg.Procs = []int{1}
+	cfg.Driver = func(args ...string) *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "missing")) }
+	_, err := Run(cfg)
+	assert.ErrorContains(t, err, "fib winner-take-all P=1")
+}
+
+func TestValidate(t *testing.T) {
+	for name, mutate := range map[string]func(*Config){
+		"no experiment": func(c *Config) { c.Experiments = nil },
+		"unknown":       func(c *Config) { c.Experiments = []string{"table9"} },
+		"no procs":      func(c *Config) { c.Procs = nil },
+		"zero procs":    func(c *Config) { c.Procs = []int{0} },
+		"reps":          func(c *Config) { c.Reps = 0 },
+		"rate":          func(c *Config) { c.EchoRate = 0 },
+		"echo duration": func(c *Config) { c.EchoFor = 0 },
+		"driver":        func(c *Config) { c.Driver = nil },
+		"kernels":       func(c *Config) { c.Kernels = nil },
+		"criteria":      func(c *Config) { c.Criteria = nil },
+		"share":         func(c *Config) { c.Shares = []float64{80} },
+		"no shares":     func(c *Config) { c.Shares = nil },
+		"negative size": func(c *Config) { c.Sizes = map[string]int{"fib": -1} },
+	} {
+		cfg := tinyConfig(t)
+		mutate(&cfg)
+		assert.ErrorIs(t, cfg.Validate(), ErrConfig, name)
+	}
+	cfg := tinyConfig(t)
+	require.NoError(t, cfg.Validate())
+	cfg.Experiments, cfg.Kernels = []string{"table5"}, nil
+	assert.NoError(t, cfg.Validate(), "table5 needs no kernel list")
+}
+
+func TestParseCriterion(t *testing.T) {
+	c, err := ParseCriterion("50-25-25")
+	require.NoError(t, err)
+	assert.Equal(t, Criterion{50, 25, 25}, c)
+	assert.Equal(t, "50-25-25", c.String())
+	assert.InDelta(t, 4.0, c.ExpectedStretch(), 1e-12)
+	c, err = ParseCriterion("2.5-0-97.5")
+	require.NoError(t, err)
+	assert.Equal(t, "2.5-0-97.5", c.String())
+	for _, bad := range []string{"", "50-50", "a-b-c", "50-50-0", "-1-0-5", "1-2-3-4"} {
+		_, err := ParseCriterion(bad)
+		assert.ErrorIs(t, err, ErrConfig, bad)
+	}
+}
+
+func TestStats(t *testing.T) {
+	s := spreadOf([]float64{3, 1, 2, 10})
+	assert.Equal(t, Spread{Median: 2.5, Min: 1, Max: 10, N: 4}, s)
+	assert.Equal(t, "2.50 (1.00–10.00)", s.format(2, ""))
+	assert.Equal(t, "—", spreadOf(nil).format(2, ""))
+	assert.Equal(t, "7×", spreadOf([]float64{7}).format(0, "×"))
+	assert.Equal(t, []float64{2, 1}, ratios(4, []float64{2, 4, 0}, false))
+	assert.Equal(t, []float64{0.5, 1}, ratios(4, []float64{2, 4}, true))
+
+	var rtt []time.Duration
+	for i := 1; i <= 200; i++ {
+		rtt = append(rtt, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(rtt, 3)
+	assert.Equal(t, Latency{P50: 100 * time.Millisecond, P99: 198 * time.Millisecond, Max: 200 * time.Millisecond, N: 200, Lost: 3}, l)
+	assert.Equal(t, Latency{Lost: 2}, latencyOf(nil, 2))
+	assert.Equal(t, "0.25", ms(250*time.Microsecond))
+	assert.Equal(t, "12.5", ms(12500*time.Microsecond))
+	assert.Equal(t, "250", ms(250*time.Millisecond))
+}
+
+func TestFactor(t *testing.T) {
+	assert.Equal(t, "45×", factor(45.1))
+	assert.Equal(t, "8.8×", factor(8.81))
+	assert.Equal(t, "0.05×", factor(0.047))
+}
+
+func TestTableEscapes(t *testing.T) {
+	tb := table{head: []string{"a", "b"}}
+	tb.add("x|y", "z")
+	assert.Equal(t, "| a | b |\n| --- | --- |\n| x\\|y | z |\n", tb.String())
+	assert.Len(t, tables(tb.String())[0][2], 2)
+}

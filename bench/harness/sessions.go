@@ -1,0 +1,287 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairlyprompt/fairly/bench/driver"
+	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// prios are the three priorities of every fairly run: the interactive
+// kernel's, the time sink's and the compute kernel's, in that order.
+type prios struct {
+	o           *fairness.Order
+	hi, mid, lo fairness.Priority
+}
+
+func newPrios() prios {
+	o := fairness.NewOrder()
+	p := prios{o: o, hi: o.New("interactive"), mid: o.New("sink"), lo: o.New("kernel")}
+	// The three are fresh priorities of o, so neither call can fail.
+	_ = o.Less(p.lo, p.mid)
+	_ = o.Less(p.mid, p.hi)
+	return p
+}
+
+// runtime starts a runtime of procs workers with criterion c over p. A zero
+// share leaves a priority only what the others do not use.
+func (p prios) runtime(procs int, c Criterion) (*runtime.Runtime, error) {
+	crit, err := fairness.NewCriterion(p.o, map[fairness.Priority]float64{p.hi: c[0], p.mid: c[1], p.lo: c[2]})
+	if err != nil {
+		return nil, err
+	}
+	return runtime.New(runtime.Config{Procs: procs, Criterion: crit})
+}
+
+// timed runs one version of a kernel instance and checks its result.
+func timed(inst kernels.Instance, run func() error) (time.Duration, error) {
+	start := time.Now()
+	err := run()
+	d := time.Since(start)
+	if err == nil {
+		err = inst.Check()
+	}
+	return d, err
+}
+
+func seqRun(inst kernels.Instance) (time.Duration, error) {
+	return timed(inst, func() error { inst.Seq(); return nil })
+}
+
+func goroutinesRun(inst kernels.Instance) (time.Duration, error) {
+	return timed(inst, func() error { inst.Goroutines(); return nil })
+}
+
+func fairlyRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance) (time.Duration, error) {
+	return timed(inst, func() error {
+		_, err := thread.Run(rt, p, func(c *thread.Ctx) struct{} { inst.Fairly(c); return struct{}{} })
+		return err
+	})
+}
+
+// repeat runs a measurement n times.
+func repeat(n int, run func() (time.Duration, error)) ([]time.Duration, error) {
+	times := make([]time.Duration, 0, n)
+	for range n {
+		d, err := run()
+		if err != nil {
+			return times, err
+		}
+		times = append(times, d)
+	}
+	return times, nil
+}
+
+// until repeats run until done is closed, at least once.
+func until(done <-chan struct{}, run func() (time.Duration, error)) ([]time.Duration, error) {
+	var times []time.Duration
+	for {
+		d, err := run()
+		if err != nil {
+			return times, err
+		}
+		times = append(times, d)
+		select {
+		case <-done:
+			return times, nil
+		default:
+		}
+	}
+}
+
+// withProcs runs f with GOMAXPROCS set to procs, as a plain Go program
+// given procs processors would run.
+func withProcs[T any](procs int, f func() (T, error)) (T, error) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+	return f()
+}
+
+// sink is the time sink: a parallel computation that never finishes on
+// its own, so that it takes every cycle its priority is given or donated.
+type sink struct {
+	stop atomic.Bool
+	h    *thread.Handle[struct{}]
+}
+
+func startSink(rt *runtime.Runtime, p fairness.Priority) *sink {
+	s := &sink{}
+	s.h = thread.Go(rt, p, func(c *thread.Ctx) struct{} {
+		hs := make([]*thread.Handle[struct{}], 2*rt.Procs())
+		for i := range hs {
+			hs[i] = thread.Spawn(c, p, s.spin)
+		}
+		for _, h := range hs {
+			_, _ = thread.Join(c, h) // spin cannot fail
+		}
+		return struct{}{}
+	})
+	return s
+}
+
+func (s *sink) spin(c *thread.Ctx) struct{} {
+	for !s.stop.Load() {
+		kernels.FibSeq(18) // some tens of microseconds between preemption points
+		thread.Yield(c)
+	}
+	return struct{}{}
+}
+
+// close stops the sink and waits for it; a nil sink is already closed.
+func (s *sink) close() error {
+	if s == nil {
+		return nil
+	}
+	s.stop.Store(true)
+	_, err := s.h.Wait()
+	return err
+}
+
+// driverProc is a running driver process.
+type driverProc struct {
+	cmd            *exec.Cmd
+	stdin          io.WriteCloser // TCP mode: closing it stops an open-ended replay
+	stdout, stderr bytes.Buffer
+	results        string // stream mode: the results file
+	done           chan struct{}
+	err            error // of the process, once done
+}
+
+// startTCPDriver starts a driver replaying script against addr. An
+// open-ended replay runs until stop.
+func (cfg *Config) startTCPDriver(addr, script string) (*driverProc, error) {
+	d := &driverProc{cmd: cfg.Driver("-addr", addr, "-script", script, "-stop-on-eof", "-results", "-"), done: make(chan struct{})}
+	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, &d.stderr
+	var err error
+	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	return d, d.start()
+}
+
+// startStreamDriver starts a driver replaying script over pipes: it
+// returns the driver and the ends the server reads requests from and
+// writes echoes to, which the caller must close.
+func (cfg *Config) startStreamDriver(dir, script string) (*driverProc, *os.File, *os.File, error) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	echoR, echoW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return nil, nil, nil, err
+	}
+	d := &driverProc{results: filepath.Join(dir, "driver.json"), done: make(chan struct{})}
+	d.cmd = cfg.Driver("-stdio", "-script", script, "-results", d.results)
+	d.cmd.Stdin, d.cmd.Stdout, d.cmd.Stderr = echoR, reqW, &d.stderr
+	err = d.start()
+	echoR.Close() // the child holds its own copies
+	reqW.Close()
+	if err != nil {
+		reqR.Close()
+		echoW.Close()
+		return nil, nil, nil, err
+	}
+	return d, reqR, echoW, nil
+}
+
+func (d *driverProc) start() error {
+	if err := d.cmd.Start(); err != nil {
+		return fmt.Errorf("starting the driver: %w", err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.done)
+	}()
+	return nil
+}
+
+// finish stops an open-ended replay, waits for the driver and returns what
+// it measured.
+func (d *driverProc) finish() (*driver.Result, error) {
+	if d.stdin != nil {
+		d.stdin.Close()
+	}
+	<-d.done
+	if d.err != nil {
+		return nil, fmt.Errorf("driver: %w: %s", d.err, bytes.TrimSpace(d.stderr.Bytes()))
+	}
+	data := d.stdout.Bytes()
+	if d.results != "" {
+		var err error
+		if data, err = os.ReadFile(d.results); err != nil {
+			return nil, err
+		}
+	}
+	var res driver.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("driver results: %w", err)
+	}
+	return &res, nil
+}
+
+// netEcho is a network echo with a driver talking to it.
+type netEcho struct {
+	srv *interactive.Server
+	drv *driverProc
+}
+
+// startNetEcho serves a network echo with serve and starts a driver on it;
+// it returns once the driver is connected.
+func (cfg *Config) startNetEcho(serve func(net.Listener) *interactive.Server, script string) (*netEcho, error) {
+	ln, err := interactive.Listen()
+	if err != nil {
+		return nil, err
+	}
+	e := &netEcho{srv: serve(ln)}
+	if e.drv, err = cfg.startTCPDriver(ln.Addr().String(), script); err != nil {
+		return nil, errors.Join(err, e.srv.Close())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for e.srv.Accepted() == 0 {
+		select {
+		case <-e.drv.done:
+			_, err := e.finish()
+			return nil, fmt.Errorf("driver ended before connecting: %w", err)
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_, err := e.finish()
+			return nil, errors.Join(errors.New("driver did not connect within 30s"), err)
+		}
+	}
+	return e, nil
+}
+
+// finish stops the driver, then the server, and returns what the driver
+// measured.
+func (e *netEcho) finish() (*driver.Result, error) {
+	res, err := e.drv.finish()
+	return res, errors.Join(err, e.srv.Close())
+}
+
+// openScript is the trace of a replay that lasts until stopped.
+func (cfg *Config) openScript() string {
+	return fmt.Sprintf("payload 64; rate %g/s for 30m", cfg.EchoRate)
+}
+
+// fixedScript is the trace of a replay of cfg.EchoFor.
+func (cfg *Config) fixedScript() string {
+	return fmt.Sprintf("payload 64; rate %g/s for %v", cfg.EchoRate, cfg.EchoFor)
+}

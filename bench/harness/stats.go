@@ -1,0 +1,96 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Spread is the median of some samples with their range.
+type Spread struct {
+	Median, Min, Max float64
+	N                int
+}
+
+// spreadOf summarises xs; the zero Spread (N = 0) stands for no data.
+func spreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Spread{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+func seconds(ds []time.Duration) []float64 {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = d.Seconds()
+	}
+	return xs
+}
+
+// ratios gives num/x for every x of den (a baseline median over each run),
+// or x/den when invert is set.
+func ratios(num float64, xs []float64, invert bool) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		switch {
+		case invert && num > 0:
+			out = append(out, x/num)
+		case !invert && x > 0:
+			out = append(out, num/x)
+		}
+	}
+	return out
+}
+
+// format prints the median with its range to the given decimals.
+func (s Spread) format(decimals int, unit string) string {
+	if s.N == 0 {
+		return "—"
+	}
+	if s.N == 1 || s.Min == s.Max {
+		return fmt.Sprintf("%.*f%s", decimals, s.Median, unit)
+	}
+	return fmt.Sprintf("%.*f%s (%.*f–%.*f)", decimals, s.Median, unit, decimals, s.Min, decimals, s.Max)
+}
+
+// Latency summarises response times pooled over the runs of a setting.
+type Latency struct {
+	P50, P99, Max time.Duration
+	N             int
+	// Lost counts requests never answered.
+	Lost int
+}
+
+// latencyOf summarises rtts with nearest-rank percentiles.
+func latencyOf(rtts []time.Duration, lost int) Latency {
+	if len(rtts) == 0 {
+		return Latency{Lost: lost}
+	}
+	s := slices.Clone(rtts)
+	slices.Sort(s)
+	rank := func(q float64) time.Duration {
+		return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
+	}
+	return Latency{P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1], N: len(s), Lost: lost}
+}
+
+// ms prints a duration in milliseconds with a precision that suits it.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}

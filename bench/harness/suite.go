@@ -1,0 +1,344 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/fairlyprompt/fairly/bench/driver"
+	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// Kinds of Record.
+const (
+	kindSeq        = "seq"        // sequential baseline
+	kindGoroutines = "goroutines" // plain-goroutine version
+	kindAlone      = "alone"      // kernel at low priority, criterion 0-0-100, nothing else running
+	kindLoaded     = "loaded"     // kernel at low, sink at medium, network echo at high
+	kindWTA        = "wta"        // kernel at low, network echo at high, criterion 100-0-0
+	kindFib        = "table5"     // fib with a network echo, fairly or goroutines
+	kindShare      = "fig9"       // fib with a sink and a terminal echo, varying the echo's share
+)
+
+// Grains of table5.
+const (
+	grainIdle   = "idle"
+	grainFine   = "fine"
+	grainCoarse = "coarse"
+	// coarseCutoff is table5's sequential cutoff at coarse grain.
+	coarseCutoff = 12
+)
+
+// Systems of table5.
+const (
+	sysFairly     = "fairly"
+	sysGoroutines = "goroutines"
+)
+
+// Record holds the raw measurements of one setting.
+type Record struct {
+	Kind      string `json:"kind"`
+	Kernel    string `json:"kernel,omitempty"`
+	Size      int    `json:"size,omitempty"`
+	Procs     int    `json:"procs,omitempty"`
+	Criterion string `json:"criterion,omitempty"`
+	// System is "fairly" or "goroutines" in table5; Grain is its grain.
+	System string `json:"system,omitempty"`
+	Grain  string `json:"grain,omitempty"`
+	// Share is the interactive share of fig9, in percent.
+	Share float64 `json:"share,omitempty"`
+	// Times are the kernel's run times.
+	Times []time.Duration `json:"times_ns,omitempty"`
+	// Echo is what the driver measured, if one ran.
+	Echo *driver.Result `json:"echo,omitempty"`
+}
+
+// Results are the records of a suite run and the configuration that made
+// them.
+type Results struct {
+	Started  time.Time     `json:"started"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Procs    []int         `json:"procs"`
+	Criteria []Criterion   `json:"criteria"`
+	Shares   []float64     `json:"shares"`
+	Reps     int           `json:"reps"`
+	EchoRate float64       `json:"echo_rate"`
+	EchoFor  time.Duration `json:"echo_for_ns"`
+	// Kernels are the kernel names in the order of the tables.
+	Kernels     []string  `json:"kernels"`
+	Experiments []string  `json:"experiments"`
+	Records     []*Record `json:"records"`
+}
+
+// find returns the record matching every non-zero field of want, or nil.
+func (r *Results) find(want Record) *Record {
+	for _, rec := range r.Records {
+		if rec.Kind == want.Kind && (want.Kernel == "" || rec.Kernel == want.Kernel) &&
+			(want.Procs == 0 || rec.Procs == want.Procs) && (want.Criterion == "" || rec.Criterion == want.Criterion) &&
+			(want.System == "" || rec.System == want.System) && (want.Grain == "" || rec.Grain == want.Grain) &&
+			(want.Share == 0 || rec.Share == want.Share) {
+			return rec
+		}
+	}
+	return nil
+}
+
+// step is one unit of the suite, the grain of the progress report.
+type step struct {
+	name string
+	run  func() (*Record, error)
+}
+
+// suite runs the steps of one Config.
+type suite struct {
+	cfg       *Config
+	instances map[string]kernels.Instance // reused across steps: inputs are costly to build
+	tmp       string
+}
+
+// Run runs the experiments of cfg and returns their raw results; Report
+// turns them into tables and charts.
+func Run(cfg Config) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "fairbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	s := &suite{cfg: &cfg, instances: make(map[string]kernels.Instance), tmp: tmp}
+	res := &Results{
+		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
+		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments,
+	}
+	for _, k := range cfg.Kernels {
+		res.Kernels = append(res.Kernels, k.Name)
+	}
+	steps := s.plan()
+	for i, st := range steps {
+		if cfg.Progress != nil {
+			cfg.Progress(i, len(steps), st.name)
+		}
+		rec, err := st.run()
+		if err != nil {
+			return nil, fmt.Errorf("harness: %s: %w", st.name, err)
+		}
+		res.Records = append(res.Records, rec)
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(len(steps), len(steps), "")
+	}
+	res.Elapsed = time.Since(res.Started)
+	return res, nil
+}
+
+// plan lists the steps the chosen experiments need.
+func (s *suite) plan() []step {
+	cfg := s.cfg
+	var steps []step
+	add := func(run func() (*Record, error), format string, a ...any) {
+		steps = append(steps, step{name: fmt.Sprintf(format, a...), run: run})
+	}
+	for _, k := range cfg.Kernels {
+		if cfg.needs("table2", "table3", "table4") {
+			add(func() (*Record, error) { return s.seq(k) }, "%s sequential", k.Name)
+		}
+		for _, p := range cfg.Procs {
+			if cfg.needs("table1", "table2", "table4", "fig8") {
+				add(func() (*Record, error) { return s.alone(k, p) }, "%s alone P=%d", k.Name, p)
+			}
+			if cfg.needs("table2") {
+				add(func() (*Record, error) { return s.goroutines(k, p) }, "%s goroutines P=%d", k.Name, p)
+			}
+			if cfg.needs("table1", "table4", "fig8") {
+				for _, c := range cfg.Criteria {
+					add(func() (*Record, error) { return s.busy(kindLoaded, k, p, c, true) }, "%s %v P=%d", k.Name, c, p)
+				}
+			}
+			if cfg.needs("table3") {
+				add(func() (*Record, error) {
+					return s.busy(kindWTA, k, p, Criterion{100, 0, 0}, false)
+				}, "%s winner-take-all P=%d", k.Name, p)
+			}
+		}
+	}
+	if cfg.needs("table5") {
+		for _, p := range cfg.Procs {
+			for _, g := range []string{grainIdle, grainFine, grainCoarse} {
+				for _, sys := range []string{sysFairly, sysGoroutines} {
+					add(func() (*Record, error) { return s.fibEcho(g, sys, p) }, "fib+echo %s %s P=%d", g, sys, p)
+				}
+			}
+		}
+	}
+	if cfg.needs("fig9") {
+		for _, p := range cfg.Procs {
+			for _, share := range cfg.Shares {
+				add(func() (*Record, error) { return s.share(share, p) }, "terminal echo at %g%% P=%d", share, p)
+			}
+		}
+	}
+	return steps
+}
+
+func (s *suite) instance(k kernels.Kernel) kernels.Instance {
+	inst, ok := s.instances[k.Name]
+	if !ok {
+		inst = k.New(s.cfg.size(k))
+		s.instances[k.Name] = inst
+	}
+	return inst
+}
+
+func (s *suite) record(kind string, k kernels.Kernel, procs int) *Record {
+	return &Record{Kind: kind, Kernel: k.Name, Size: s.cfg.size(k), Procs: procs}
+}
+
+func (s *suite) seq(k kernels.Kernel) (*Record, error) {
+	inst, rec := s.instance(k), s.record(kindSeq, k, 0)
+	var err error
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return seqRun(inst) })
+	return rec, err
+}
+
+func (s *suite) goroutines(k kernels.Kernel, procs int) (*Record, error) {
+	inst, rec := s.instance(k), s.record(kindGoroutines, k, procs)
+	var err error
+	rec.Times, err = withProcs(procs, func() ([]time.Duration, error) {
+		return repeat(s.cfg.Reps, func() (time.Duration, error) { return goroutinesRun(inst) })
+	})
+	return rec, err
+}
+
+// alone runs the kernel at low priority with every share and nothing else
+// running: the baseline of stretch, and fairly's time in table2.
+func (s *suite) alone(k kernels.Kernel, procs int) (*Record, error) {
+	inst, rec := s.instance(k), s.record(kindAlone, k, procs)
+	c := Criterion{0, 0, 100}
+	rec.Criterion = c.String()
+	p := newPrios()
+	rt, err := p.runtime(procs, c)
+	if err != nil {
+		return nil, err
+	}
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	return rec, closeAll(err, rt.Close())
+}
+
+// busy runs the kernel at low priority under criterion c while a network
+// echo serves the driver at high priority, with a time sink at medium
+// priority if withSink is set.
+func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, withSink bool) (*Record, error) {
+	inst, rec := s.instance(k), s.record(kind, k, procs)
+	rec.Criterion = c.String()
+	p := newPrios()
+	rt, err := p.runtime(procs, c)
+	if err != nil {
+		return nil, err
+	}
+	var snk *sink
+	if withSink {
+		snk = startSink(rt, p.mid)
+	}
+	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.openScript())
+	if err != nil {
+		return nil, closeAll(err, snk.close(), rt.Close())
+	}
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Echo, err = closeEcho(err, echo)
+	return rec, closeAll(err, snk.close(), rt.Close())
+}
+
+// fibEcho is a setting of table5: a network echo replaying a fixed trace
+// while fib at grain g repeats (nothing runs at idle grain), on fairly
+// with criterion 50-50 or on plain goroutines.
+func (s *suite) fibEcho(g, sys string, procs int) (*Record, error) {
+	n := s.cfg.fibSize()
+	rec := &Record{Kind: kindFib, Kernel: "fib", Size: n, Procs: procs, System: sys, Grain: g}
+	var inst kernels.Instance
+	switch g {
+	case grainFine:
+		inst = kernels.NewFib(n, 1)
+	case grainCoarse:
+		inst = kernels.NewFib(n, coarseCutoff)
+	}
+	compute := func(echo *netEcho, run func() (time.Duration, error)) error {
+		var err error
+		if inst != nil {
+			rec.Times, err = until(echo.drv.done, run)
+		}
+		if err == nil {
+			<-echo.drv.done // the trace has a fixed length: let it end
+		}
+		rec.Echo, err = closeEcho(err, echo)
+		return err
+	}
+	if sys == sysGoroutines {
+		_, err := withProcs(procs, func() (struct{}, error) {
+			echo, err := s.cfg.startNetEcho(interactive.ServeNetGoroutines, s.cfg.fixedScript())
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, compute(echo, func() (time.Duration, error) { return goroutinesRun(inst) })
+		})
+		return rec, err
+	}
+	p := newPrios()
+	rec.Criterion = "50-50"
+	rt, err := p.runtime(procs, Criterion{50, 0, 50})
+	if err != nil {
+		return nil, err
+	}
+	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
+	if err != nil {
+		return nil, closeAll(err, rt.Close())
+	}
+	err = compute(echo, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	return rec, closeAll(err, rt.Close())
+}
+
+// share is a setting of fig9: a terminal echo at high priority with the
+// given share, talking to the driver over pipes, while a sink runs at
+// medium and fib repeats at low, criterion share-(50-share)-50.
+func (s *suite) share(share float64, procs int) (*Record, error) {
+	n := s.cfg.fibSize()
+	c := Criterion{share, 50 - share, 50}
+	rec := &Record{Kind: kindShare, Kernel: "fib", Size: n, Procs: procs, Share: share, Criterion: c.String()}
+	inst := kernels.NewFib(n, 1)
+	p := newPrios()
+	rt, err := p.runtime(procs, c)
+	if err != nil {
+		return nil, err
+	}
+	drv, requests, echoes, err := s.cfg.startStreamDriver(s.tmp, s.cfg.fixedScript())
+	if err != nil {
+		return nil, closeAll(err, rt.Close())
+	}
+	snk := startSink(rt, p.mid)
+	term := thread.Go(rt, p.hi, func(c *thread.Ctx) error { return interactive.TermEcho(c, requests, echoes) })
+	rec.Times, err = until(drv.done, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	var ferr error
+	rec.Echo, ferr = drv.finish()
+	echoErr, werr := term.Wait() // the driver is gone, so its requests end
+	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.close(), rt.Close())
+}
+
+// closeEcho finishes echo and joins its error to err.
+func closeEcho(err error, echo *netEcho) (*driver.Result, error) {
+	res, ferr := echo.finish()
+	return res, closeAll(err, ferr)
+}
+
+// closeAll keeps the first error: the one that explains the others.
+func closeAll(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

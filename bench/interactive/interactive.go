@@ -1,0 +1,71 @@
+// Package interactive holds the interactive kernels of the benchmark suite:
+// a terminal echo (lines in, the same lines out, over any reader and writer)
+// and a network echo (a listener that serves each connection in its own
+// thread). Each comes as fairly threads, runnable at any priority, and as
+// plain goroutines, for comparison.
+//
+// Reads are blocking calls, so the fairly versions make them through
+// thread.Await: the worker runs other threads while a read waits, and the
+// echo thread comes back, at its priority, as soon as a line arrives. Writes
+// are made directly: the driver on the other end keeps reading, so a write
+// of one line to a pipe or a socket does not block, and an Await there
+// would only add a hand-off to every response.
+package interactive
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// TermEcho copies r to w line by line inside thread c. It returns nil when
+// r ends or either side is closed, and any other error of r or w.
+func TermEcho(c *thread.Ctx, r io.Reader, w io.Writer) error {
+	return echo(r, w, awaiter(c))
+}
+
+// TermEchoGoroutine is TermEcho for an ordinary goroutine.
+func TermEchoGoroutine(r io.Reader, w io.Writer) error {
+	return echo(r, w, direct)
+}
+
+// awaiter makes blocking calls of thread c without holding its worker.
+func awaiter(c *thread.Ctx) func(func()) {
+	return func(f func()) {
+		thread.Await(c, func() struct{} { f(); return struct{}{} })
+	}
+}
+
+// echo is the loop both versions share; wait makes the blocking read.
+func echo(r io.Reader, w io.Writer, wait func(read func())) error {
+	br := bufio.NewReader(r)
+	for {
+		var line []byte
+		var err error
+		wait(func() { line, err = br.ReadBytes('\n') })
+		if len(line) > 0 {
+			if _, werr := w.Write(line); werr != nil {
+				return quiet(werr)
+			}
+		}
+		if err != nil {
+			return quiet(err)
+		}
+	}
+}
+
+func direct(f func()) { f() }
+
+// quiet turns the errors that mean "the other side or Close ended it" into nil.
+func quiet(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
+}
