@@ -33,6 +33,9 @@ func (g *gor) loop() {
 				return
 			}
 			w.idle(g)
+			if g.w != nil {
+				g.w.closeUnwanted() // busy again: only the primary rank is wanted
+			}
 			continue
 		}
 		if it.g != nil {
@@ -111,6 +114,7 @@ func (w *worker) newRound(now int64) {
 	w.charge(now)
 	w.borrowed = 0
 	w.primary = w.sampler.Rank()
+	w.closeUnwanted()
 	w.primPub.Store(int32(w.primary))
 	w.nextRound = now + int64(w.rt.quantum)
 	w.stats.rounds.Add(1)
@@ -194,6 +198,19 @@ func (w *worker) insert(it item) {
 func (w *worker) refuse(r int) {
 	w.mopen[r] = false
 	w.bankEntries(r, w.mail[r].Close())
+}
+
+// closeUnwanted closes every open mailbox but the primary one's: a worker
+// must not be sent threads it will not run, or they wait in its bank while
+// a worker that wants them goes without (a mailbox opened in an earlier round
+// or while idle would otherwise stay open). Mailboxes are opened again when
+// the worker looks for work at that rank and has none.
+func (w *worker) closeUnwanted() {
+	for r, open := range w.mopen {
+		if open && r != w.primary {
+			w.refuse(r)
+		}
+	}
 }
 
 // open opens mailbox r for deals, unless it is already open.
