@@ -72,6 +72,10 @@ type Config struct {
 	// promptly while every worker computes; without it they can wait for Go's
 	// own 10 ms preemption.
 	KeepGOMAXPROCS bool
+	// IndependentRounds makes each worker draw its own primary priority each
+	// round, as in the paper, instead of all workers sharing the draw of an
+	// aligned round (see docs/design.md).
+	IndependentRounds bool
 	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
 	Seed uint64
 }
@@ -85,7 +89,8 @@ type Runtime struct {
 	critVer atomic.Uint64
 
 	quantum, dealEvery, interrupt, budget time.Duration
-	borrow                                bool
+	borrow, independent                   bool
+	seed                                  uint64
 
 	workers []*worker
 	epoch   time.Time
@@ -153,6 +158,7 @@ func New(cfg Config) (*Runtime, error) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
+	rt.seed, rt.independent = seed, cfg.IndependentRounds
 	rt.workers = make([]*worker, procs)
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)

@@ -101,22 +101,49 @@ func (w *worker) service(now int64) {
 const osYieldEvery = 200 * time.Microsecond
 
 // newRound draws the primary priority for the next quantum, adopting a
-// criterion installed by SetCriterion.
+// criterion installed by SetCriterion. By default rounds are aligned: every
+// worker has the same primary priority at the same time, so a parallel
+// computation gets all workers during its rounds instead of pieces of
+// them, and its threads do not wait on each other across workers that are
+// busy with other priorities. IndependentRounds gives the paper's per-worker
+// draws.
 func (w *worker) newRound(now int64) {
 	if v := w.rt.critVer.Load(); w.sampler == nil || v != w.critVer {
 		c := w.rt.crit.Load()
 		w.critVer = v
 		w.sampler = c.NewSampler(w.rand())
+		sum := 0.0
 		for r := range w.lends {
 			w.lends[r] = c.ShareByRank(r) > 0
+			sum += c.ShareByRank(r)
+			w.cdf[r] = sum
 		}
 	}
 	w.charge(now)
 	w.borrowed = 0
-	w.primary = w.sampler.Rank()
+	if w.rt.independent {
+		w.primary = w.sampler.Rank()
+		w.nextRound = now + int64(w.rt.quantum)
+	} else {
+		// Aligned rounds: round k spans [kQ, (k+1)Q) for every worker, and its
+		// primary is a function of k, so all workers agree. The draw walks a
+		// golden-ratio (Weyl) sequence through the criterion's cumulative
+		// shares: every window of n rounds gives priority p n·F(p) rounds up
+		// to a small constant, where independent random draws would stray by
+		// about the square root of n.
+		k := uint64(now / int64(w.rt.quantum))
+		u := float64((w.rt.seed+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+		w.primary = len(w.cdf) - 1
+		for r, c := range w.cdf {
+			if u < c && w.lends[r] {
+				w.primary = r
+				break
+			}
+		}
+		w.nextRound = int64(k+1) * int64(w.rt.quantum)
+	}
 	w.closeUnwanted()
 	w.primPub.Store(int32(w.primary))
-	w.nextRound = now + int64(w.rt.quantum)
 	w.stats.rounds.Add(1)
 	w.stats.primary[w.primary].Add(1)
 }

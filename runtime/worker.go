@@ -63,7 +63,8 @@ type worker struct {
 	borrowed  int64 // time this round at ranks above the primary one
 	critVer   uint64
 	sampler   *fairness.Sampler
-	lends     []bool // rank r has a share, so it may borrow (see choose)
+	lends     []bool    // rank r has a share, so it may borrow (see choose)
+	cdf       []float64 // cumulative shares by rank, for aligned rounds
 	rng       uint64
 	spares    []*gor
 
@@ -79,6 +80,7 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 		banks: make([]bank.Bank[item], n),
 		mopen: make([]bool, n),
 		lends: make([]bool, n),
+		cdf:   make([]float64, n),
 		top:   -1,
 		cur:   rankLoop,
 		rng:   seed | 1,

@@ -291,14 +291,23 @@ func TestStress(t *testing.T) {
 }
 
 // TestStatsShares keeps two priorities busy at 75/25 and checks the
-// processor time Stats reports against the criterion (±8 points).
+// processor time Stats reports against the criterion (±8 points), with
+// aligned rounds and with the paper's independent ones.
 func TestStatsShares(t *testing.T) {
+	for _, independent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("independent=%v", independent), func(t *testing.T) { testShares(t, independent) })
+	}
+}
+
+func testShares(t *testing.T, independent bool) {
 	o := fairness.NewOrder()
 	a, b := o.New("a"), o.New("b")
 	require.NoError(t, o.Less(b, a))
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{a: 75, b: 25})
 	require.NoError(t, err)
-	rt := newRT(t, 2, c)
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, IndependentRounds: independent})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Close()) }()
 	var stop atomic.Bool
 	busy := func(c *thread.Ctx) int {
 		var loop func(c *thread.Ctx, d int) int
