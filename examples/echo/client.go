@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Latencies summarises response times.
+type Latencies struct {
+	N                        int
+	Mean, P50, P90, P99, Max time.Duration
+}
+
+// summarise sorts d and takes its percentiles (nearest rank).
+func summarise(d []time.Duration) Latencies {
+	if len(d) == 0 {
+		return Latencies{}
+	}
+	slices.Sort(d)
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	rank := func(q float64) time.Duration {
+		return d[max(0, int(math.Ceil(q*float64(len(d))))-1)]
+	}
+	return Latencies{N: len(d), Mean: sum / time.Duration(len(d)), P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: d[len(d)-1]}
+}
+
+// String gives the summary on one line, rounded to microseconds.
+func (l Latencies) String() string {
+	return fmt.Sprintf("%d requests: mean %v, p50 %v, p90 %v, p99 %v, max %v",
+		l.N, l.Mean.Round(time.Microsecond), l.P50.Round(time.Microsecond), l.P90.Round(time.Microsecond),
+		l.P99.Round(time.Microsecond), l.Max.Round(time.Microsecond))
+}
+
+// drive sends n lines over rw at the given rate (requests per second,
+// paced from the start so a slow answer does not slow the schedule down
+// beyond itself) and records each line's round-trip time.
+func drive(rw io.ReadWriter, n int, rate float64, id int) ([]time.Duration, error) {
+	br := bufio.NewReader(rw)
+	interval := time.Duration(float64(time.Second) / rate)
+	begin := time.Now()
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		if wait := time.Until(begin.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		req := fmt.Sprintf("client %d request %d\n", id, i)
+		sent := time.Now()
+		if _, err := io.WriteString(rw, req); err != nil {
+			return lat, err
+		}
+		got, err := br.ReadString('\n')
+		if err != nil {
+			return lat, err
+		}
+		lat = append(lat, time.Since(sent))
+		if got != req {
+			return lat, fmt.Errorf("echo: sent %q, got %q", req, got)
+		}
+	}
+	return lat, nil
+}
+
+// driveAll runs one drive per stream, splitting n requests and the rate
+// between them, and merges their measurements.
+func driveAll(streams []io.ReadWriter, n int, rate float64) ([]time.Duration, error) {
+	var (
+		mu    sync.Mutex
+		all   []time.Duration
+		first error
+		wg    sync.WaitGroup
+	)
+	k := len(streams)
+	for i, s := range streams {
+		share := n / k
+		if i < n%k {
+			share++
+		}
+		wg.Go(func() {
+			lat, err := drive(s, share, rate/float64(k), i)
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, lat...)
+			if err != nil && first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	return all, first
+}
