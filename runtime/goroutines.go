@@ -112,6 +112,7 @@ func (g *gor) waitFor(t, child *Task) {
 // run executes task t, already claimed, on g's current worker.
 func (g *gor) run(t *Task) {
 	t.g = g
+	g.w.runDepth = t.depth
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up

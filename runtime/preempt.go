@@ -63,9 +63,6 @@ func (t *Task) Spawn(child *Task) {
 	if child.rank > t.rank {
 		w.attn.Store(1)
 	}
-	if w.rt.idlers.Load() > 0 && !w.rescue {
-		w.feedIdle(int(child.rank))
-	}
 	t.point()
 }
 
@@ -87,6 +84,7 @@ func (t *Task) Join(child *Task) {
 		g.w.setRunning(int(child.rank))
 		g.run(child)
 		g.w.setRunning(int(t.rank))
+		g.w.runDepth = t.depth
 		return
 	}
 	t.g.waitFor(t, child)

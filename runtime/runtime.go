@@ -102,7 +102,6 @@ type Runtime struct {
 
 	roots     atomic.Int64 // submitted threads not yet finished
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
-	idlers    atomic.Int32 // workers in idle; read by every spawn, written rarely
 	gors      sync.WaitGroup
 	ticker    *ticker
 	rescues   atomic.Int64 // rescue workers alive

@@ -320,6 +320,12 @@ func (w *worker) sendTo(v *worker, r int) bool {
 	if r < 0 || r >= len(w.banks) || w.banks[r].Len() == 0 {
 		return false
 	}
+	if it, ok := w.banks[r].Peek(); ok && w.banks[r].Len() == 1 && w.cur == r && it.t.depth > w.runDepth {
+		// The only spare thread is a child of the running one, which will
+		// join it soon: dealing it would make that join wait on another
+		// worker, and the two workers would pass small pieces back and forth.
+		return false
+	}
 	m := &v.mail[r]
 	if m.State() != mailbox.Open || !m.TryClaim() {
 		return false
@@ -333,18 +339,6 @@ func (w *worker) sendTo(v *worker, r int) bool {
 	return true
 }
 
-// feedIdle deals threads of rank r to an idle worker, if one has its
-// mailbox for r open. Spawn calls it while some worker is idle, so that new
-// work reaches idle workers at once, even if the spawning thread then
-// computes for long without a preemption point.
-func (w *worker) feedIdle(r int) {
-	for _, v := range w.rt.workers {
-		if v != w && v.idling.Load() && w.sendTo(v, r) {
-			return
-		}
-	}
-}
-
 // idle runs when the worker has nothing: open every mailbox, ask a random
 // worker for work, then sleep until woken by new work. It returns with g holding a token again, or none (g.w == nil) if g
 // became surplus while asleep.
@@ -353,8 +347,6 @@ func (w *worker) idle(g *gor) {
 	for r := range w.mail {
 		w.open(r)
 	}
-	w.idling.Store(true)
-	w.rt.idlers.Add(1)
 	ws := w.rt.workers
 	if len(ws) > 1 {
 		v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
@@ -365,25 +357,32 @@ func (w *worker) idle(g *gor) {
 	}
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
-	// spares. It does not spin: spinning through the Go scheduler keeps this
-	// P from polling the network and delays wake-ups more than it saves.
+	// spares; either way g sees sleeping == 0 and parks to learn which. It
+	// first spins briefly, since dealt work often follows a request within
+	// microseconds, yielding the OS processor but not entering Go's
+	// scheduler, which would keep this P from polling the network.
 	w.sleeper = g
 	g.w = nil
 	w.sleeping.Store(1)
-	if (w.hasWork() || w.rt.stopping.Load()) && w.sleeping.CompareAndSwap(1, 0) {
-		g.w = w
-		w.unidle()
-		return
+	deadline := w.rt.now() + int64(idleSpin)
+	for w.sleeping.Load() == 1 {
+		if w.hasWork() || w.rt.stopping.Load() {
+			if w.sleeping.CompareAndSwap(1, 0) {
+				g.w = w
+				return
+			}
+			break
+		}
+		if w.rt.now() >= deadline {
+			break
+		}
+		osYield() // let the OS run other threads (the network poller's) meanwhile
 	}
 	g.park()
 }
 
-// unidle ends an idle period; it is called by whoever takes the token of
-// the idle worker: the worker itself, a waker, or a thread taking over.
-func (w *worker) unidle() {
-	w.idling.Store(false)
-	w.rt.idlers.Add(-1)
-}
+// idleSpin is how long an idle worker watches for work before it sleeps.
+const idleSpin = 50 * time.Microsecond
 
 // hasWork reports work delivered from outside: inbox or mailboxes.
 func (w *worker) hasWork() bool {

@@ -76,13 +76,17 @@ func (t *Task) claim() bool {
 }
 
 // finish marks t done and makes its waiters runnable. Joining threads go
-// into the bank of the worker that finished t, which is free right now.
+// into the bank of the worker that finished t, which is free right now. A
+// joiner's continuation follows t in the DAG, so its fork depth is t's plus
+// one (the paper's definition): it is the youngest thread of the bank, runs
+// next, and is not dealt away as if it were old, shallow work.
 func (t *Task) finish(w *worker) {
 	for ws := t.waiters.Swap(doneWaiters); ws != nil; ws = ws.next {
 		if ws.ch != nil {
 			close(ws.ch)
 			continue
 		}
+		ws.t.depth = max(ws.t.depth, t.depth) + 1
 		w.insert(item{t: ws.t, g: ws.g})
 	}
 	if t.root {

@@ -41,7 +41,6 @@ type worker struct {
 	attn     atomic.Uint32 // raised: pass through the scheduler at the next point
 	mailFlag atomic.Uint32 // raised by a sender after filling one of mail
 	sleeping atomic.Uint32
-	idling   atomic.Bool   // in idle: spinning or asleep
 	sleeper  *gor          // the loop goroutine parked while sleeping == 1
 	stalled  atomic.Bool   // set by the watchdog: no preemption point for a while
 	beat     atomic.Uint64 // counts passes through the scheduler, for the watchdog
@@ -59,6 +58,7 @@ type worker struct {
 	nextYield int64
 	count     int
 	cur       int   // rank being run, as in running
+	runDepth  int32 // fork depth of the thread being run, for deals
 	since     int64 // when cur started being accounted
 	borrowed  int64 // time this round at ranks above the primary one
 	critVer   uint64
@@ -123,7 +123,6 @@ func (b *inbox) take(dst []item) []item {
 // wake releases the worker if it sleeps in idle.
 func (w *worker) wake() {
 	if w.sleeping.CompareAndSwap(1, 0) {
-		w.unidle()
 		w.sleeper.resume(w)
 	}
 }
@@ -137,7 +136,6 @@ func (rt *Runtime) takeOver(g *gor) bool {
 		if w.sleeping.Load() != 1 || !w.sleeping.CompareAndSwap(1, 0) {
 			continue
 		}
-		w.unidle()
 		sp := w.sleeper
 		w.sleeper = nil
 		if len(w.spares) < maxSpares {
