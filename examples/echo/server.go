@@ -6,8 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 
+	"github.com/fairlyprompt/fairly/bench/kernels"
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
 	"github.com/fairlyprompt/fairly/thread"
@@ -69,7 +69,7 @@ func (s *fairlyServer) startLoad(n, cutoff int, stop <-chan struct{}) func() (in
 	h := thread.Go(s.rt, s.lo, func(c *thread.Ctx) int {
 		done := 0
 		for !closed(stop) {
-			fib(c, n, cutoff)
+			kernels.FibCutoff(c, n, cutoff)
 			done++
 		}
 		return done
@@ -111,28 +111,6 @@ func echoThread(c *thread.Ctx, r io.Reader, w io.Writer) error {
 	}
 }
 
-// fib computes the n-th Fibonacci number, forking a thread at every call
-// above cutoff (cutoff 0: at every call).
-func fib(c *thread.Ctx, n, cutoff int) int {
-	if n < 2 {
-		return n
-	}
-	if n <= cutoff {
-		return fibSeq(n)
-	}
-	h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return fib(c, n-1, cutoff) })
-	b := fib(c, n-2, cutoff)
-	a, _ := thread.Join(c, h) // same priority, and fib does not panic
-	return a + b
-}
-
-func fibSeq(n int) int {
-	if n < 2 {
-		return n
-	}
-	return fibSeq(n-1) + fibSeq(n-2)
-}
-
 // goServer is the same service on plain goroutines, for comparison.
 type goServer struct{}
 
@@ -168,7 +146,7 @@ func (goServer) startLoad(n, cutoff int, stop <-chan struct{}) func() (int, erro
 	go func() {
 		done := 0
 		for !closed(stop) {
-			fibGo(n, cutoff)
+			kernels.FibCutoffGo(n, cutoff)
 			done++
 		}
 		donec <- done
@@ -189,22 +167,6 @@ func echoGoroutine(r io.Reader, w io.Writer) error {
 			return ignoreEOF(err)
 		}
 	}
-}
-
-// fibGo is fib with a goroutine and a WaitGroup per fork.
-func fibGo(n, cutoff int) int {
-	if n < 2 {
-		return n
-	}
-	if n <= cutoff {
-		return fibSeq(n)
-	}
-	var a int
-	var wg sync.WaitGroup
-	wg.Go(func() { a = fibGo(n-1, cutoff) })
-	b := fibGo(n-2, cutoff)
-	wg.Wait()
-	return a + b
 }
 
 func closed(c <-chan struct{}) bool {
