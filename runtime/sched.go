@@ -98,7 +98,7 @@ func (w *worker) service(now int64) {
 // threads. With every core running a worker, the OS would otherwise let the
 // thread of the free P (timers, the network poller, Await-ed calls) wait for
 // a whole time slice, a millisecond or more, before it can wake a thread.
-const osYieldEvery = 200 * time.Microsecond
+const osYieldEvery = 50 * time.Microsecond
 
 // newRound draws the primary priority for the next quantum, adopting a
 // criterion installed by SetCriterion. By default rounds are aligned: every
