@@ -37,15 +37,22 @@ func fairly(c *thread.Ctx) par { return par{threads, c} }
 // handles between two preemption points: about 100 µs of the slowest loop.
 const strideLen = 1 << 13
 
+// point is a preemption point in fairly mode and nothing otherwise. Leaves
+// that loop for a long time call it now and then, so that their worker can
+// serve requests for work and switch priorities on time.
+func (p par) point() {
+	if p.mode == threads {
+		thread.Yield(p.c)
+	}
+}
+
 // stride runs body on [lo, hi) in pieces of strideLen elements; in fairly
 // mode it passes a preemption point (thread.Yield) before each piece, so a
 // leaf that loops long, as big sizes make them, still lets its worker switch
 // to more urgent threads on time.
 func (p par) stride(lo, hi int, body func(lo, hi int)) {
 	for lo < hi {
-		if p.mode == threads {
-			thread.Yield(p.c)
-		}
+		p.point()
 		end := min(lo+strideLen, hi)
 		body(lo, end)
 		lo = end

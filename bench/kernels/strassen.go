@@ -55,8 +55,9 @@ func naiveRows(n int) int { return max(1, strassenCutoff*strassenCutoff*strassen
 
 // naiveMul sets c = a·b by the schoolbook method, in row blocks.
 func naiveMul(p par, a, b, c matrix) {
-	parFor(p, 0, a.n, naiveRows(a.n), func(_ par, lo, hi int) {
+	parFor(p, 0, a.n, naiveRows(a.n), func(p par, lo, hi int) {
 		for i := lo; i < hi; i++ {
+			p.point() // a row is a few microseconds of work
 			ci, ai := c.row(i), a.row(i)
 			clear(ci)
 			for k, aik := range ai {
