@@ -134,10 +134,12 @@ func startSink(rt *runtime.Runtime, p fairness.Priority) *sink {
 }
 
 func (s *sink) spin(c *thread.Ctx) struct{} {
+	n := 0
 	for !s.stop.Load() {
-		kernels.FibSeq(18) // some tens of microseconds between preemption points
+		n += kernels.FibSeq(18) // some tens of microseconds between preemption points
 		thread.Yield(c)
 	}
+	goruntime.KeepAlive(n) // the work must not be optimised away
 	return struct{}{}
 }
 
