@@ -256,7 +256,7 @@ func (rt *Runtime) quiescent() bool {
 		return false
 	}
 	for _, w := range rt.workers {
-		if w.sleeping.Load() == 0 || w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0 {
+		if w.sleeper.Load() == nil || w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0 {
 			return false
 		}
 	}

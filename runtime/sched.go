@@ -357,17 +357,18 @@ func (w *worker) idle(g *gor) {
 	}
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
-	// spares; either way g sees sleeping == 0 and parks to learn which. It
-	// first spins briefly, since dealt work often follows a request within
-	// microseconds, yielding the OS processor but not entering Go's
-	// scheduler, which would keep this P from polling the network.
-	w.sleeper = g
+	// spares; either way g stops being the sleeper and parks to learn which.
+	// The sleeper's identity, not a flag, marks the state: a goroutine that
+	// lost the token while spinning must not take a later sleeper's state for
+	// its own. It first spins briefly, since dealt work often follows a
+	// request within microseconds, yielding the OS processor but not entering
+	// Go's scheduler, which would keep this P from polling the network.
 	g.w = nil
-	w.sleeping.Store(1)
+	w.sleeper.Store(g)
 	deadline := w.rt.now() + int64(idleSpin)
-	for w.sleeping.Load() == 1 {
+	for w.sleeper.Load() == g {
 		if w.hasWork() || w.rt.stopping.Load() {
-			if w.sleeping.CompareAndSwap(1, 0) {
+			if w.sleeper.CompareAndSwap(g, nil) {
 				g.w = w
 				return
 			}
@@ -422,7 +423,7 @@ func (rt *Runtime) steer(it item) {
 		switch {
 		case w.primPub.Load() == r && run != r:
 			score += 4000
-		case w.sleeping.Load() == 1:
+		case w.sleeper.Load() != nil:
 			score += 3000
 		case w.primPub.Load() == r:
 			score += 2000

@@ -49,7 +49,7 @@ func (tk *ticker) run(rt *Runtime) {
 		case <-t.C:
 		}
 		for i, w := range rt.workers {
-			if w.sleeping.Load() == 1 {
+			if w.sleeper.Load() != nil {
 				still[i] = 0
 				continue
 			}

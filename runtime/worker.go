@@ -38,12 +38,11 @@ type worker struct {
 	mail     []mailbox.Mailbox[bank.Entry[item]]
 	requests mailbox.RequestCell
 	inbox    inbox
-	attn     atomic.Uint32 // raised: pass through the scheduler at the next point
-	mailFlag atomic.Uint32 // raised by a sender after filling one of mail
-	sleeping atomic.Uint32
-	sleeper  *gor          // the loop goroutine parked while sleeping == 1
-	stalled  atomic.Bool   // set by the watchdog: no preemption point for a while
-	beat     atomic.Uint64 // counts passes through the scheduler, for the watchdog
+	attn     atomic.Uint32       // raised: pass through the scheduler at the next point
+	mailFlag atomic.Uint32       // raised by a sender after filling one of mail
+	sleeper  atomic.Pointer[gor] // the loop goroutine of the worker while it sleeps, else nil
+	stalled  atomic.Bool         // set by the watchdog: no preemption point for a while
+	beat     atomic.Uint64       // counts passes through the scheduler, for the watchdog
 
 	running atomic.Int32 // rank being run, rankLoop when none
 	primPub atomic.Int32 // primary rank of the current round
@@ -122,8 +121,8 @@ func (b *inbox) take(dst []item) []item {
 
 // wake releases the worker if it sleeps in idle.
 func (w *worker) wake() {
-	if w.sleeping.CompareAndSwap(1, 0) {
-		w.sleeper.resume(w)
+	if sp := w.sleeper.Load(); sp != nil && w.sleeper.CompareAndSwap(sp, nil) {
+		sp.resume(w)
 	}
 }
 
@@ -133,11 +132,10 @@ func (w *worker) wake() {
 // goroutine stays parked, now as a spare.
 func (rt *Runtime) takeOver(g *gor) bool {
 	for _, w := range rt.workers {
-		if w.sleeping.Load() != 1 || !w.sleeping.CompareAndSwap(1, 0) {
+		sp := w.sleeper.Load()
+		if sp == nil || !w.sleeper.CompareAndSwap(sp, nil) {
 			continue
 		}
-		sp := w.sleeper
-		w.sleeper = nil
 		if len(w.spares) < maxSpares {
 			w.spares = append(w.spares, sp)
 		} else {
