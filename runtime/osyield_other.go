@@ -2,7 +2,7 @@
 
 package runtime
 
-import goruntime "runtime"
-
-// osYield lets other goroutines run; without sched_yield it is the best we have.
-func osYield() { goruntime.Gosched() }
+// osYield does nothing where sched_yield is not at hand: Gosched would be
+// the next best thing for wake-ups, but it keeps the P from polling the
+// network (see docs/design.md), which is worse.
+func osYield() {}

@@ -25,16 +25,11 @@ func (rt *Runtime) Submit(t *Task) error {
 	return nil
 }
 
-// point is the preemption-point test: one atomic load in the common case.
+// point is a preemption point of the running thread t.
 func (t *Task) point() {
-	w := t.g.w
-	if w.attn.Load() == 0 {
-		w.count--
-		if w.count > 0 {
-			return
-		}
+	if w := t.g.w; w.due() {
+		w.checkpoint(t)
 	}
-	w.checkpoint(t)
 }
 
 // checkpoint serves the worker's duties from inside running thread t, then

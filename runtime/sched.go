@@ -62,16 +62,22 @@ func (g *gor) loop() {
 	}
 }
 
-// poll passes through the scheduler when the attention word is raised or
-// every checkEvery calls.
-func (w *worker) poll() {
-	if w.attn.Load() == 0 {
-		w.count--
-		if w.count > 0 {
-			return
-		}
+// due reports whether the worker should pass through the scheduler now: its
+// attention word is raised, or checkEvery calls went by. It is the whole cost
+// of a preemption point in the common case: one atomic load, no clock read.
+func (w *worker) due() bool {
+	if w.attn.Load() != 0 {
+		return true
 	}
-	w.service(w.rt.now())
+	w.count--
+	return w.count <= 0
+}
+
+// poll does the periodic duties from the loop when they are due.
+func (w *worker) poll() {
+	if w.due() {
+		w.service(w.rt.now())
+	}
 }
 
 // service does the periodic duties: steps 1–3 of the loop.
