@@ -91,6 +91,14 @@ func (b *Bank[T]) Peek() (T, bool) {
 	return b.buf[b.at(b.n-1)].Item, true
 }
 
+// Youngest returns the entry Remove would take, with its depth, without removing it.
+func (b *Bank[T]) Youngest() (Entry[T], bool) {
+	if b.n == 0 {
+		return Entry[T]{}, false
+	}
+	return b.buf[b.at(b.n-1)], true
+}
+
 // Potential returns the bank's total fork potential scaled by 2^dmin, where dmin is the
 // shallowest depth in the bank: the sum of 2^-(d-dmin) over its threads. The shallowest thread
 // thus counts exactly 1 however deep it is, and threads more than about 1074 levels deeper

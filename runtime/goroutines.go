@@ -1,5 +1,10 @@
 package runtime
 
+import (
+	goruntime "runtime"
+	"sync/atomic"
+)
+
 // Goroutines and processor tokens.
 //
 // A worker is a processor token: whichever goroutine holds it runs the
@@ -11,9 +16,23 @@ package runtime
 // scheduling loop, and parks. The waiting thread later goes back into a bank
 // as a continuation (item.g != nil); the worker that picks it hands its token
 // to the parked goroutine and becomes a spare itself.
+//
+// Two classes of goroutines. Threads of priorities below the interactive
+// boundary (Runtime.demotes) run on demoted goroutines: each is locked to its
+// OS thread for life and that thread's nice value raised, so that the
+// operating system runs Go's own threads (network poller, timers), the
+// program's other goroutines and fairly's interactive threads first. Linux
+// lets an unprivileged thread raise its nice value but not lower it again,
+// which is why a demoted goroutine never gives its thread back. Interactive
+// threads run on ordinary goroutines, locked to their thread only while they
+// hold a token (so that the watchdog can read its processor time). A thread
+// stays on the goroutine it started on, so it keeps its class; the loop
+// hands its token to a spare of the right class before starting a thread.
+//
+// The token protocol (who may touch a worker's owner state) is in revoke.go.
 
-// maxSpares bounds the parked spare goroutines kept per worker; a goroutine
-// that finds the list full exits instead.
+// maxSpares bounds the parked spare goroutines kept per worker and class; a
+// goroutine that finds the list full exits instead.
 const maxSpares = 8
 
 // gor is a goroutine that can hold a worker token.
@@ -21,20 +40,48 @@ type gor struct {
 	rt *Runtime
 	// w is the worker whose token this goroutine holds, nil while parked or
 	// running an Await-ed call. Written by whoever hands over the token,
-	// before the wake-up that publishes it.
+	// before the wake-up that publishes it; read only by the goroutine itself
+	// (after a revocation it still names the worker it lost, see revoke.go).
 	w    *worker
 	wake chan struct{}
+	// mode says whether the goroutine runs scheduler or thread code, and
+	// whether its token was revoked: see revoke.go.
+	mode atomic.Uint32
+	// tid is the OS thread the goroutine is locked to while it holds a token
+	// (0 if unknown), for the watchdog's processor-time reading.
+	tid atomic.Int32
+	// detBusy says a revocation counted g as computing (see revoke.go).
+	detBusy atomic.Bool
+	// count counts preemption points down to the next clock read.
+	count   int
+	demoted bool // a demoted goroutine: locked to its demoted OS thread for life
+	locked  bool // locked to its OS thread now
 }
 
-func (rt *Runtime) newGor() *gor {
+func (rt *Runtime) newGor(demoted bool) *gor {
 	rt.gors.Add(1)
-	return &gor{rt: rt, wake: make(chan struct{}, 1)}
+	return &gor{rt: rt, wake: make(chan struct{}, 1), demoted: demoted && rt.demote}
+}
+
+// start runs g's main on a new goroutine, holding w's token if w is not nil.
+func (g *gor) start(w *worker) {
+	if w != nil {
+		g.w = w
+		w.holder.Store(g)
+	}
+	go g.main()
 }
 
 // main is the body of every runtime goroutine: run the loop while it holds a
 // token; a spare parks first until it is handed one.
 func (g *gor) main() {
 	defer g.rt.gors.Done()
+	if g.demoted {
+		goruntime.LockOSThread() // for life: the thread is demoted below
+		g.locked = true
+		g.tid.Store(gettid())
+		demoteThread(g.rt.nice)
+	}
 	goexit := true
 	defer func() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
@@ -43,36 +90,112 @@ func (g *gor) main() {
 			g.handOff()
 		}
 	}()
+	g.acquired()
 	g.loop()
 	goexit = false
+	g.released()
+}
+
+// acquired is called by g once it holds a token: it locks g to its OS thread
+// so that the watchdog can read the thread's processor time.
+func (g *gor) acquired() {
+	if g.w == nil || g.locked {
+		return
+	}
+	goruntime.LockOSThread()
+	g.locked = true
+	g.tid.Store(gettid())
+}
+
+// released is called by g once it gave its token away: an ordinary goroutine
+// returns its thread to Go's pool; a demoted one keeps it.
+func (g *gor) released() {
+	if !g.locked || g.demoted {
+		return
+	}
+	g.locked = false
+	g.tid.Store(0)
+	goruntime.UnlockOSThread()
 }
 
 // park blocks until another goroutine hands this one a token (or, at
 // shutdown, releases it with g.w == nil).
-func (g *gor) park() { <-g.wake }
+func (g *gor) park() {
+	g.released()
+	<-g.wake
+	g.acquired()
+}
 
 // resume hands worker w's token to g, which must be parked or about to park.
 func (g *gor) resume(w *worker) {
 	g.w = w
+	if w != nil {
+		w.holder.Store(g)
+	}
 	g.wake <- struct{}{}
 }
 
-// handOff gives g's token to a spare goroutine, which runs the scheduling
-// loop from now on; g no longer holds a token afterwards.
-func (g *gor) handOff() {
+// spare takes a parked spare goroutine of the given class from w, or makes
+// a new one, to hand w's token to.
+func (w *worker) spare(demoted bool) *gor {
+	c := w.classOf(demoted)
+	if n := len(w.spares[c]); n > 0 {
+		sp := w.spares[c][n-1]
+		w.spares[c][n-1] = nil
+		w.spares[c] = w.spares[c][:n-1]
+		return sp
+	}
+	return nil
+}
+
+// keepSpare puts g, which is about to park, among w's spares; false if the
+// list is full and g should exit instead.
+func (w *worker) keepSpare(g *gor) bool {
+	c := w.classOf(g.demoted)
+	if len(w.spares[c]) >= maxSpares {
+		return false
+	}
+	w.spares[c] = append(w.spares[c], g)
+	return true
+}
+
+func (w *worker) classOf(demoted bool) int {
+	if demoted {
+		return 1
+	}
+	return 0
+}
+
+// passTo hands g's token to a goroutine of the given class: a spare, or a
+// new one. g holds no token afterwards.
+func (g *gor) passTo(demoted bool) {
 	w := g.w
 	g.w = nil
 	w.setRunning(rankLoop)
-	if n := len(w.spares); n > 0 {
-		sp := w.spares[n-1]
-		w.spares[n-1] = nil
-		w.spares = w.spares[:n-1]
+	if sp := w.spare(demoted); sp != nil {
 		sp.resume(w)
-		return
+	} else {
+		g.rt.newGor(demoted).start(w)
 	}
-	sp := g.rt.newGor()
-	sp.w = w
-	go sp.main()
+	g.released()
+}
+
+// handOff gives g's token to a spare goroutine of g's class, which runs the
+// scheduling loop from now on; g no longer holds a token afterwards.
+func (g *gor) handOff() { g.passTo(g.demoted) }
+
+// switchClass makes a goroutine of the other class carry on w's loop, and
+// parks g as a spare (or ends it). It reports whether g holds a token again.
+func (g *gor) switchClass() bool {
+	w := g.w
+	keep := w.keepSpare(g)
+	g.passTo(!g.demoted)
+	if !keep {
+		g.w = nil
+		return false
+	}
+	g.park()
+	return g.w != nil
 }
 
 // suspend takes the running thread t off its processor: its goroutine hands
@@ -88,7 +211,7 @@ func (g *gor) suspend(t *Task, during func()) {
 
 // rejoin queues t's continuation and parks until it is scheduled again.
 func (g *gor) rejoin(t *Task) {
-	if !g.rt.takeOver(g) {
+	if !g.rt.takeOver(g, t.rank) {
 		g.rt.steer(item{t: t, g: g})
 		g.park()
 	}
@@ -96,9 +219,10 @@ func (g *gor) rejoin(t *Task) {
 	g.rt.suspended.Add(-1)
 }
 
-// waitFor parks the running thread t until child, which runs elsewhere,
-// finishes; the finishing worker queues t again. The token is handed on
-// before t registers, so that nobody can resume t while it still holds it.
+// waitFor parks the running thread t until child, which runs elsewhere or
+// must run on a goroutine of another class, finishes; the finishing worker
+// queues t again. The token is handed on before t registers, so that nobody
+// can resume t while it still holds it.
 func (g *gor) waitFor(t, child *Task) {
 	g.rt.suspended.Add(1)
 	g.handOff()
@@ -109,17 +233,23 @@ func (g *gor) waitFor(t, child *Task) {
 	g.rt.suspended.Add(-1)
 }
 
-// run executes task t, already claimed, on g's current worker.
+// run executes task t, already claimed, on g's current worker. It returns in
+// scheduler mode, holding a token (not necessarily the same worker's).
 func (g *gor) run(t *Task) {
 	t.g = g
 	g.w.runDepth = t.depth
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
+			if g.mode.Load() != modeSched { // an inline child's Goexit came back already
+				g.enter(t)
+			}
 			t.finish(g.w)
 		}
 	}()
+	g.leave()
 	t.body.Run(t)
 	returned = true
+	g.enter(t)
 	t.finish(g.w)
 }

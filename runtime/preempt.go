@@ -27,25 +27,31 @@ func (rt *Runtime) Submit(t *Task) error {
 
 // point is a preemption point of the running thread t.
 func (t *Task) point() {
-	if w := t.g.w; w.due() {
-		w.checkpoint(t)
+	if g := t.g; g.due() {
+		g.enter(t)
+		g.checkpoint(t)
+		g.leave()
 	}
 }
 
 // checkpoint serves the worker's duties from inside running thread t, then
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
-func (w *worker) checkpoint(t *Task) {
+func (g *gor) checkpoint(t *Task) {
+	g.count = checkEvery
+	w := g.w
 	now := w.rt.now()
 	w.service(now)
 	if w.choose(int(t.rank), now) == int(t.rank) {
 		return
 	}
 	w.stats.preemptions.Add(1)
-	g := t.g
 	w.insert(item{t: t, g: g})
 	g.handOff()
 	g.park()
+	w = g.w
+	w.setRunning(int(t.rank))
+	w.runDepth = t.depth
 }
 
 // Spawn queues child, prepared with Init, as a thread forked by the running
@@ -53,36 +59,49 @@ func (w *worker) checkpoint(t *Task) {
 // priority makes the worker reconsider at the next preemption point.
 func (t *Task) Spawn(child *Task) {
 	child.depth = t.depth + 1
-	w := t.g.w
+	g := t.g
+	g.enter(t)
+	w := g.w
 	w.insert(item{t: child})
 	if child.rank > t.rank {
 		w.attn.Store(1)
 	}
-	t.point()
+	if g.due() {
+		g.checkpoint(t)
+	}
+	g.leave()
 }
 
 // Join returns once child has finished. A child that has not started runs
-// inline on t's goroutine; one running elsewhere parks t until it finishes.
-// The caller checks priorities first: child's must be at least t's.
+// inline on t's goroutine, unless it needs a goroutine of another class (see
+// goroutines.go); one running elsewhere parks t until it finishes. The
+// caller checks priorities first: child's must be at least t's.
 func (t *Task) Join(child *Task) {
-	t.point()
+	g := t.g
+	g.enter(t)
+	if g.due() {
+		g.checkpoint(t)
+	}
 	if child.Done() {
+		g.leave()
 		return
 	}
-	w := t.g.w
+	w := g.w
+	inline := g.demoted == w.rt.demotes(child.rank)
 	// The common case: child is the youngest thread of the local bank.
-	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
+	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil && inline {
 		w.banks[child.rank].Remove()
 	}
-	if child.claim() {
-		g := t.g
-		g.w.setRunning(int(child.rank))
+	if inline && child.claim() {
+		w.setRunning(int(child.rank))
 		g.run(child)
-		g.w.setRunning(int(t.rank))
-		g.w.runDepth = t.depth
-		return
+		w = g.w // run may return on another worker
+		w.setRunning(int(t.rank))
+		w.runDepth = t.depth
+	} else {
+		g.waitFor(t, child)
 	}
-	t.g.waitFor(t, child)
+	g.leave()
 }
 
 // Yield is a preemption point for threads that run long loops without other
@@ -94,8 +113,13 @@ func (t *Task) Yield() { t.point() }
 // can run it soonest, when f returns. A panic in f is re-raised in t once t
 // holds a processor again.
 func (t *Task) Suspend(f func()) {
-	t.point()
-	t.g.suspend(t, f)
+	g := t.g
+	g.enter(t)
+	if g.due() {
+		g.checkpoint(t)
+	}
+	defer g.leave()
+	g.suspend(t, f)
 }
 
 // Sleep suspends t for at least d without holding a processor.

@@ -78,6 +78,19 @@ type Config struct {
 	IndependentRounds bool
 	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
 	Seed uint64
+	// Interactive is the lowest priority whose threads run at the operating
+	// system's normal priority. Threads of lower priorities run on OS threads
+	// whose nice value is raised by DemoteNice, so that the OS serves Go's
+	// network poller and timers, the program's other goroutines and the
+	// interactive threads before them (see docs/design.md). The zero value
+	// means the highest priority with a share in the criterion.
+	Interactive fairness.Priority
+	// DemoteNice is the nice value added to the OS threads of demoted threads
+	// (default 19, at most 19). Without privileges a thread cannot lower its
+	// nice value again, so each demoted goroutine keeps its OS thread.
+	DemoteNice int
+	// NoDemotion runs every thread at the process's OS priority.
+	NoDemotion bool
 }
 
 // Runtime is a set of workers running fairly prompt scheduling. Create it
@@ -104,7 +117,10 @@ type Runtime struct {
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
 	gors      sync.WaitGroup
 	ticker    *ticker
-	rescues   atomic.Int64 // rescue workers alive
+	demote    bool         // demotion is on
+	nice      int          // nice value of demoted threads
+	boundary  atomic.Int32 // ranks below it are demoted
+	pinned    bool         // boundary set by Config.Interactive
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
 	maxprocs  bool          // whether New raised GOMAXPROCS
@@ -116,6 +132,9 @@ type Runtime struct {
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Procs < 0 {
 		return nil, fmt.Errorf("%w: Procs %d is negative", ErrInvalidConfig, cfg.Procs)
+	}
+	if cfg.DemoteNice < 0 || cfg.DemoteNice > 19 {
+		return nil, fmt.Errorf("%w: DemoteNice %d is outside 0..19", ErrInvalidConfig, cfg.DemoteNice)
 	}
 	for _, d := range []struct {
 		name string
@@ -153,6 +172,20 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt.budget = orDefault(cfg.PromptBudget, rt.quantum/20)
 	rt.crit.Store(crit)
+	rt.demote, rt.nice = canDemote && !cfg.NoDemotion, cfg.DemoteNice
+	if rt.nice == 0 {
+		rt.nice = defaultNice
+	}
+	if !cfg.Interactive.IsZero() {
+		r, err := rt.Rank(cfg.Interactive)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Interactive: %w", ErrInvalidConfig, err)
+		}
+		rt.boundary.Store(int32(r))
+		rt.pinned = true
+	} else {
+		rt.setBoundary(crit)
+	}
 	seed := cfg.Seed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -167,9 +200,7 @@ func New(cfg Config) (*Runtime, error) {
 		rt.maxprocs = true
 	}
 	for _, w := range rt.workers {
-		g := rt.newGor()
-		g.w = w
-		go g.main()
+		rt.newGor(true).start(w)
 	}
 	rt.ticker = startTicker(rt)
 	return rt, nil
@@ -202,9 +233,32 @@ func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
 		return ErrClosed
 	}
 	rt.crit.Store(c)
+	rt.setBoundary(c)
 	rt.critVer.Add(1)
 	return nil
 }
+
+// defaultNice is the nice value of demoted threads: the lowest normal
+// priority, which leaves them about 1.5% of a processor that other threads
+// want (weight 15 against 1024 for nice 0), so they still reach the
+// collector's safe points quickly.
+const defaultNice = 19
+
+// setBoundary makes the highest rank with a share in c the lowest that is
+// not demoted, unless Config.Interactive fixed it.
+func (rt *Runtime) setBoundary(c *fairness.Criterion) {
+	if rt.pinned {
+		return
+	}
+	b := len(rt.ranks) - 1
+	for b > 0 && c.ShareByRank(b) == 0 {
+		b--
+	}
+	rt.boundary.Store(int32(b))
+}
+
+// demotes reports whether threads of rank r run on demoted goroutines.
+func (rt *Runtime) demotes(r int32) bool { return rt.demote && r < rt.boundary.Load() }
 
 // Rank gives the scheduling rank of p (0 is the lowest) or an error for a
 // priority this runtime does not schedule.
@@ -252,7 +306,7 @@ func (rt *Runtime) Close() error {
 // consistent state.
 func (rt *Runtime) quiescent() bool {
 	moves := rt.moves.Load()
-	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 || rt.rescues.Load() != 0 {
+	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 {
 		return false
 	}
 	for _, w := range rt.workers {

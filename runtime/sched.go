@@ -14,7 +14,7 @@ import (
 // else of the highest priority held locally (donation).
 
 // loop runs the scheduling loop for whichever worker g holds, until the
-// runtime stops or g becomes surplus.
+// runtime stops or g becomes surplus. g is in modeSched throughout.
 func (g *gor) loop() {
 	for {
 		w := g.w
@@ -25,13 +25,9 @@ func (g *gor) loop() {
 			w.shutdown()
 			return
 		}
-		w.poll()
-		it, ok := w.next()
+		g.poll()
+		it, depth, ok := w.next()
 		if !ok {
-			if w.rescue {
-				w.retire()
-				return
-			}
 			w.idle(g)
 			if g.w != nil {
 				g.w.closeUnwanted() // busy again: only the primary rank is wanted
@@ -42,14 +38,20 @@ func (g *gor) loop() {
 			// A continuation: its goroutine takes over the token, this one
 			// becomes a spare (or exits when there are enough).
 			w.setRunning(int(it.t.rank))
-			if len(w.spares) >= maxSpares {
+			if !w.keepSpare(g) {
 				it.g.resume(w)
+				g.w = nil
 				return
 			}
-			w.spares = append(w.spares, g)
 			it.g.resume(w)
 			g.park()
-			if g.w == nil {
+			continue
+		}
+		if g.demoted != w.rt.demotes(it.t.rank) {
+			// The thread must start on a goroutine of the other class: put it
+			// back (it is the youngest again) and let one of those pick it.
+			w.banks[it.t.rank].Insert(it, depth)
+			if !g.switchClass() {
 				return
 			}
 			continue
@@ -63,37 +65,40 @@ func (g *gor) loop() {
 }
 
 // due reports whether the worker should pass through the scheduler now: its
-// attention word is raised, or checkEvery calls went by. It is the whole cost
-// of a preemption point in the common case: one atomic load, no clock read.
-func (w *worker) due() bool {
-	if w.attn.Load() != 0 {
+// attention word is raised, or checkEvery points went by. It is the whole
+// cost of a preemption point in the common case: one atomic load, no clock
+// read, no write to memory other workers read.
+func (g *gor) due() bool {
+	if g.w.attn.Load() != 0 {
 		return true
 	}
-	w.count--
-	return w.count <= 0
+	g.count--
+	return g.count <= 0
 }
 
 // poll does the periodic duties from the loop when they are due.
-func (w *worker) poll() {
-	if w.due() {
-		w.service(w.rt.now())
+func (g *gor) poll() {
+	if g.due() {
+		g.count = checkEvery
+		g.w.service(g.w.rt.now())
 	}
 }
 
-// service does the periodic duties: steps 1–3 of the loop.
+// service does the periodic duties: steps 1–3 of the loop. Deals come before
+// taking in what arrived, so that a thread that just arrived by deal or
+// steering is considered by this worker's choose before it can be dealt on.
 func (w *worker) service(now int64) {
 	w.attn.Store(0)
-	w.stalled.Store(false)
-	w.count = checkEvery
 	w.beat.Add(1)
-	if now >= w.nextRound && !w.rescue {
+	w.lastService.Store(now)
+	if now >= w.nextRound {
 		w.newRound(now)
+	}
+	if now >= w.nextDeal || w.requests.Pending() {
+		w.deal(now)
 	}
 	w.drainInbox()
 	w.receive()
-	if !w.rescue && (now >= w.nextDeal || w.requests.Pending()) {
-		w.deal(now)
-	}
 	if now >= w.nextYield {
 		w.nextYield = now + int64(osYieldEvery)
 		osYield()
@@ -118,11 +123,8 @@ func (w *worker) newRound(now int64) {
 		c := w.rt.crit.Load()
 		w.critVer = v
 		w.sampler = c.NewSampler(w.rand())
-		sum := 0.0
 		for r := range w.lends {
 			w.lends[r] = c.ShareByRank(r) > 0
-			sum += c.ShareByRank(r)
-			w.cdf[r] = sum
 		}
 	}
 	w.charge(now)
@@ -131,40 +133,49 @@ func (w *worker) newRound(now int64) {
 		w.primary = w.sampler.Rank()
 		w.nextRound = now + int64(w.rt.quantum)
 	} else {
-		// Aligned rounds: round k spans [kQ, (k+1)Q) for every worker, and its
-		// primary is a function of k, so all workers agree. The draw walks a
-		// golden-ratio (Weyl) sequence through the criterion's cumulative
-		// shares: every window of n rounds gives priority p n·F(p) rounds up
-		// to a small constant, where independent random draws would stray by
-		// about the square root of n.
-		k := uint64(now / int64(w.rt.quantum))
-		u := float64((w.rt.seed+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
-		w.primary = len(w.cdf) - 1
-		for r, c := range w.cdf {
-			if u < c && w.lends[r] {
-				w.primary = r
-				break
-			}
-		}
-		w.nextRound = int64(k+1) * int64(w.rt.quantum)
+		w.primary = w.rt.alignedPrimary(now)
+		w.nextRound = (now/int64(w.rt.quantum) + 1) * int64(w.rt.quantum)
 	}
 	w.closeUnwanted()
 	w.primPub.Store(int32(w.primary))
+	w.roundEnd.Store(w.nextRound)
 	w.stats.rounds.Add(1)
 	w.stats.primary[w.primary].Add(1)
 }
 
-// next removes the thread to run now, if the worker has one.
-func (w *worker) next() (item, bool) {
+// alignedPrimary is the primary rank of the aligned round that holds time
+// now: round k spans [kQ, (k+1)Q) for every worker, and its primary is a
+// function of k, so all workers (and the watchdog) agree. The draw walks a
+// golden-ratio (Weyl) sequence through the criterion's cumulative shares:
+// every window of n rounds gives priority p n·F(p) rounds up to a small
+// constant, where independent random draws would stray by about the square
+// root of n.
+func (rt *Runtime) alignedPrimary(now int64) int {
+	c := rt.crit.Load()
+	k := uint64(now / int64(rt.quantum))
+	u := float64((rt.seed+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	sum := 0.0
+	for r := range len(rt.ranks) {
+		sum += c.ShareByRank(r)
+		if u < sum && c.ShareByRank(r) > 0 {
+			return r
+		}
+	}
+	return len(rt.ranks) - 1
+}
+
+// next removes the thread to run now, if the worker has one, with the fork
+// depth its bank entry records (a stale entry's task may be changing).
+func (w *worker) next() (item, int, bool) {
 	r := w.choose(rankLoop, 0)
 	if r < 0 {
-		return item{}, false
+		return item{}, 0, false
 	}
 	if r != w.primary {
 		w.stats.donations.Add(1)
 	}
-	it, _, _ := w.banks[r].Remove()
-	return it, true
+	it, d, _ := w.banks[r].Remove()
+	return it, d, true
 }
 
 // choose gives the rank the worker should run: cur is the rank of the
@@ -183,7 +194,7 @@ func (w *worker) choose(cur int, now int64) int {
 		w.open(p)
 		return top
 	}
-	if top > p && w.lends[top] && w.rt.borrow && !w.rescue && w.mayBorrow(now) {
+	if top > p && w.lends[top] && w.rt.borrow && w.mayBorrow(now) {
 		return top
 	}
 	return p
@@ -293,17 +304,19 @@ func (w *worker) drainInbox() {
 // deal is the paper's dealAttempt, with requests: serve a worker that asked
 // for work first, else offer spare threads to a random worker whose mailbox
 // is open: of its primary priority if we have some, else of the priority we
-// run (the paper's choice).
+// run (the paper's choice). Only surplus is dealt: never the thread this
+// worker is about to run (see sendTo).
 func (w *worker) deal(now int64) {
 	w.nextDeal = now + int64(w.rt.dealEvery)
 	ws := w.rt.workers
+	next := w.choose(w.cur, now)
 	if id, r, ok := w.requests.Take(); ok && id != w.id {
 		v := ws[id]
-		if w.sendTo(v, r) || w.sendTo(v, w.cur) {
+		if w.sendTo(v, r, next) || w.sendTo(v, w.cur, next) {
 			return
 		}
 		for r := w.top; r >= 0; r-- {
-			if w.sendTo(v, r) {
+			if w.sendTo(v, r, next) {
 				return
 			}
 		}
@@ -315,21 +328,31 @@ func (w *worker) deal(now int64) {
 	// Offer the target its own primary priority first: that is the work it
 	// is supposed to run this round and may be missing.
 	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
-	if !w.sendTo(v, int(v.primPub.Load())) {
-		w.sendTo(v, w.cur)
+	if !w.sendTo(v, int(v.primPub.Load()), next) {
+		w.sendTo(v, w.cur, next)
 	}
 }
 
 // sendTo deals the oldest quarter (by fork potential) of bank r to v, if v's
-// mailbox for r is open and can be claimed.
-func (w *worker) sendTo(v *worker, r int) bool {
-	if r < 0 || r >= len(w.banks) || w.banks[r].Len() == 0 {
+// mailbox for r is open and can be claimed, and the bank holds surplus:
+// the youngest thread of rank next, which this worker runs next, stays, and
+// so does the only child of the running thread, which will join it soon
+// (dealing it would make that join wait on another worker, and the two
+// workers would pass small pieces back and forth). Without the first rule,
+// two workers that both donate to an empty primary priority pass a thread
+// of that priority back and forth by deals, neither running it.
+func (w *worker) sendTo(v *worker, r, next int) bool {
+	if r < 0 || r >= len(w.banks) {
 		return false
 	}
-	if it, ok := w.banks[r].Peek(); ok && w.banks[r].Len() == 1 && w.cur == r && it.t.depth > w.runDepth {
-		// The only spare thread is a child of the running one, which will
-		// join it soon: dealing it would make that join wait on another
-		// worker, and the two workers would pass small pieces back and forth.
+	b := &w.banks[r]
+	keep := 0
+	if r == next && r != w.cur {
+		keep = 1
+	} else if e, ok := b.Youngest(); ok && r == w.cur && int32(e.Depth) > w.runDepth {
+		keep = 1
+	}
+	if b.Len() <= keep {
 		return false
 	}
 	m := &v.mail[r]
@@ -337,7 +360,7 @@ func (w *worker) sendTo(v *worker, r int) bool {
 		return false
 	}
 	w.rt.moves.Add(1)
-	m.Send(w.banks[r].Split(nil))
+	m.Send(b.Split(nil))
 	v.mailFlag.Store(1)
 	v.attn.Store(1)
 	v.wake()
@@ -399,42 +422,42 @@ func (w *worker) hasWork() bool {
 // shutdown releases the worker's spare goroutines; the runtime is stopping.
 func (w *worker) shutdown() {
 	w.setRunning(rankLoop)
-	for _, sp := range w.spares {
-		sp.resume(nil)
+	for c := range w.spares {
+		for _, sp := range w.spares[c] {
+			sp.resume(nil)
+		}
+		w.spares[c] = nil
 	}
-	w.spares = nil
-}
-
-// retire ends a rescue worker once it has run out of threads.
-func (w *worker) retire() {
-	w.shutdown()
-	w.rt.rescues.Add(-1)
 }
 
 // steer hands a thread from outside the workers (a submission, or a thread
 // resumed after Await or Sleep) to the worker that can run it soonest: one
 // whose primary priority it has and that runs something else or nothing,
 // else an idle one, else one with that primary priority, else the one
-// running the lowest priority. Stalled workers are avoided.
+// running the lowest priority. Workers that have passed no preemption point
+// for staleAfter come last; if the chosen one is such a worker running a
+// lower priority, its token is revoked and a new goroutine serves it.
 func (rt *Runtime) steer(it item) {
 	r := int32(it.t.rank)
 	ws := rt.workers
 	start := int(rt.steerSeq.Add(1))
+	now := rt.now()
 	var best *worker
 	bestScore := -1 << 30
 	for i := range ws {
 		w := ws[(start+i)%len(ws)]
 		run := w.running.Load()
 		score := -int(run) // prefer lower running ranks
+		asleep := w.sleeper.Load() != nil
 		switch {
 		case w.primPub.Load() == r && run != r:
 			score += 4000
-		case w.sleeper.Load() != nil:
+		case asleep:
 			score += 3000
 		case w.primPub.Load() == r:
 			score += 2000
 		}
-		if w.stalled.Load() {
+		if !asleep && now-w.lastService.Load() >= int64(staleAfter) {
 			score -= 10000
 		}
 		if score > bestScore {
@@ -442,4 +465,9 @@ func (rt *Runtime) steer(it item) {
 		}
 	}
 	best.give(it)
+	if bestScore < -5000 {
+		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {
+			rt.newGor(rt.demotes(r)).start(v)
+		}
+	}
 }

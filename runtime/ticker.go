@@ -9,14 +9,22 @@ import "time"
 // It runs on the P that New keeps free, so it fires on time while every
 // worker computes.
 //
-// The watchdog handles threads that never reach a preemption point. A busy
-// worker whose beat (passes through the scheduler) has not moved for
-// stallTicks ticks is marked stalled: steering avoids it from then on, and
-// threads already queued in its inbox move to a rescue worker, a temporary
-// extra worker on its own goroutine that runs them (and what they spawn) and
-// then retires, while Go's scheduler time-slices it with the stalled one.
-// Waiting work therefore starts within about (stallTicks+1)×Interrupt,
-// 3 ms by default, of a worker's last preemption point.
+// The watchdog looks for workers whose goroutine is stuck in a thread's
+// code: no pass through the scheduler (beat) for stallTicks ticks. It reads
+// the processor time of the stuck goroutine's OS thread over that stretch,
+// which tells a goroutine that computes (a long library call) from one that
+// is blocked (a channel, a mutex) or merely descheduled by the OS:
+//   - computing: its token is revoked (revoke.go) only if somebody waits for
+//     the worker: threads in its banks (modeQueued), inbox or mailboxes, a
+//     request for work, an idle worker that may want its spare threads, or
+//     the end of the worker's round (so that a thread the OS runs slowly, a
+//     demoted one beside other processes, cannot stretch its round). Waiting work therefore
+//     starts within about (stallTicks+1)×Interrupt, 3 ms by default, of the
+//     worker's last preemption point; threads that arrive from outside
+//     (steer, takeOver) do not wait for the watchdog at all.
+//   - not computing, for a whole round: its token is revoked whatever waits,
+//     so that a thread blocked outside Await costs its worker at most a round
+//     and never deadlocks the runtime.
 
 const stallTicks = 2
 
@@ -36,54 +44,72 @@ func (tk *ticker) stop() {
 	<-tk.done
 }
 
+// watch is what the watchdog remembers of one worker since its last beat.
+type watch struct {
+	beat   uint64
+	holder *gor
+	ticks  int   // ticks without a beat
+	since  int64 // when the beat last changed
+	cpu    int64 // the holder's thread processor time then
+	cpuOK  bool
+}
+
 func (tk *ticker) run(rt *Runtime) {
 	defer close(tk.done)
 	t := time.NewTicker(rt.interrupt)
 	defer t.Stop()
-	beats := make([]uint64, len(rt.workers))
-	still := make([]int, len(rt.workers))
+	ws := make([]watch, len(rt.workers))
+	roundTicks := max(stallTicks, int(rt.quantum/rt.interrupt))
 	for {
 		select {
 		case <-tk.quit:
 			return
 		case <-t.C:
 		}
+		now := rt.now()
+		idle := false
+		for _, w := range rt.workers {
+			idle = idle || w.sleeper.Load() != nil
+		}
 		for i, w := range rt.workers {
+			wt := &ws[i]
 			if w.sleeper.Load() != nil {
-				still[i] = 0
+				wt.ticks = 0
 				continue
 			}
 			w.attn.Store(1)
-			b := w.beat.Load()
-			if b != beats[i] {
-				beats[i], still[i] = b, 0
+			h := w.holder.Load()
+			if h == nil {
 				continue
 			}
-			still[i]++
-			if still[i] >= stallTicks {
-				w.stalled.Store(true)
-				rt.rescue(w)
+			if b := w.beat.Load(); b != wt.beat || h != wt.holder {
+				wt.beat, wt.holder, wt.ticks, wt.since = b, h, 0, now
+				wt.cpu, wt.cpuOK = threadCPU(h.tid.Load())
+				continue
+			}
+			wt.ticks++
+			if wt.ticks < stallTicks {
+				continue
+			}
+			cpu, ok := threadCPU(h.tid.Load())
+			computing := !ok || !wt.cpuOK || (cpu-wt.cpu)*4 > now-wt.since
+			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
+				now >= w.roundEnd.Load()
+			var v *worker
+			switch {
+			case !computing && wt.ticks >= roundTicks:
+				v = rt.revoke(w, h, maxRank, false)
+			case computing && demand:
+				v = rt.revoke(w, h, maxRank, true)
+			case !ok && wt.ticks >= roundTicks:
+				v = rt.revoke(w, h, maxRank, false) // no processor time to go by
+			}
+			if v != nil {
+				rt.newGor(h.demoted).start(v)
 			}
 		}
 	}
 }
 
-// rescue moves the threads waiting in stalled worker w's inbox to a new
-// rescue worker.
-func (rt *Runtime) rescue(w *worker) {
-	its := w.inbox.take(nil)
-	if len(its) == 0 {
-		return
-	}
-	rw := newWorker(rt, -1, uint64(rt.now())|1)
-	rw.rescue = true
-	rw.primary = len(rt.ranks) - 1
-	for _, it := range its {
-		rw.inbox.push(it)
-	}
-	rt.rescues.Add(1)
-	w.stats.rescues.Add(1)
-	g := rt.newGor()
-	g.w = rw
-	go g.main()
-}
+// maxRank is above every rank: revoke whatever the worker runs.
+const maxRank = 1 << 30

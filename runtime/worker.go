@@ -30,24 +30,30 @@ type item struct {
 // Fields under "owner" are touched only by the goroutine holding the token;
 // the hand-off channel orders them between holders.
 type worker struct {
-	rt     *Runtime
-	id     int
-	rescue bool // a temporary worker started by the watchdog
+	rt *Runtime
+	id int
 
 	// shared with other workers
-	mail     []mailbox.Mailbox[bank.Entry[item]]
-	requests mailbox.RequestCell
-	inbox    inbox
-	attn     atomic.Uint32       // raised: pass through the scheduler at the next point
-	mailFlag atomic.Uint32       // raised by a sender after filling one of mail
-	sleeper  atomic.Pointer[gor] // the loop goroutine of the worker while it sleeps, else nil
-	stalled  atomic.Bool         // set by the watchdog: no preemption point for a while
-	beat     atomic.Uint64       // counts passes through the scheduler, for the watchdog
+	mail        []mailbox.Mailbox[bank.Entry[item]]
+	requests    mailbox.RequestCell
+	inbox       inbox
+	attn        atomic.Uint32       // raised: pass through the scheduler at the next point
+	mailFlag    atomic.Uint32       // raised by a sender after filling one of mail
+	sleeper     atomic.Pointer[gor] // the loop goroutine of the worker while it sleeps, else nil
+	holder      atomic.Pointer[gor] // the goroutine holding the token (see revoke.go)
+	beat        atomic.Uint64       // counts passes through the scheduler, for the watchdog
+	lastService atomic.Int64        // when the worker last passed through the scheduler
+	roundEnd    atomic.Int64        // when the worker's current round ends
 
 	running atomic.Int32 // rank being run, rankLoop when none
 	primPub atomic.Int32 // primary rank of the current round
 
-	// owner
+	// detached goroutines of this worker (revoke.go), under detMu
+	detMu   sync.Mutex
+	detBusy int   // computing ones
+	detTop  int32 // highest rank among the computing ones, rankLoop if none
+
+	// owner: touched only by the holder, in modeSched (revoke.go)
 	banks     []bank.Bank[item]
 	mopen     []bool // mailbox r was opened by us and not closed since
 	top       int    // no bank above this rank has threads
@@ -55,17 +61,15 @@ type worker struct {
 	nextRound int64
 	nextDeal  int64
 	nextYield int64
-	count     int
 	cur       int   // rank being run, as in running
 	runDepth  int32 // fork depth of the thread being run, for deals
 	since     int64 // when cur started being accounted
 	borrowed  int64 // time this round at ranks above the primary one
 	critVer   uint64
 	sampler   *fairness.Sampler
-	lends     []bool    // rank r has a share, so it may borrow (see choose)
-	cdf       []float64 // cumulative shares by rank, for aligned rounds
+	lends     []bool // rank r has a share, so it may borrow (see choose)
 	rng       uint64
-	spares    []*gor
+	spares    [2][]*gor // parked goroutines, ordinary and demoted
 
 	stats workerStats
 }
@@ -73,17 +77,17 @@ type worker struct {
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:    rt,
-		id:    id,
-		mail:  make([]mailbox.Mailbox[bank.Entry[item]], n),
-		banks: make([]bank.Bank[item], n),
-		mopen: make([]bool, n),
-		lends: make([]bool, n),
-		cdf:   make([]float64, n),
-		top:   -1,
-		cur:   rankLoop,
-		rng:   seed | 1,
-		stats: newWorkerStats(n),
+		rt:     rt,
+		id:     id,
+		mail:   make([]mailbox.Mailbox[bank.Entry[item]], n),
+		banks:  make([]bank.Bank[item], n),
+		mopen:  make([]bool, n),
+		lends:  make([]bool, n),
+		top:    -1,
+		cur:    rankLoop,
+		detTop: rankLoop,
+		rng:    seed | 1,
+		stats:  newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
 	w.newRound(0)
@@ -124,29 +128,6 @@ func (w *worker) wake() {
 	if sp := w.sleeper.Load(); sp != nil && w.sleeper.CompareAndSwap(sp, nil) {
 		sp.resume(w)
 	}
-}
-
-// takeOver gives g the token of a sleeping worker, if there is one: a thread
-// that resumes after Await or Sleep then runs at once, without waking the
-// worker's goroutine and waiting for it to pick the thread up. The sleeping
-// goroutine stays parked, now as a spare.
-func (rt *Runtime) takeOver(g *gor) bool {
-	for _, w := range rt.workers {
-		sp := w.sleeper.Load()
-		if sp == nil || !w.sleeper.CompareAndSwap(sp, nil) {
-			continue
-		}
-		if len(w.spares) < maxSpares {
-			w.spares = append(w.spares, sp)
-		} else {
-			sp.resume(nil) // surplus: it exits
-		}
-		g.w = w
-		w.attn.Store(1) // look at the inbox and mailboxes soon
-		w.rt.moves.Add(1)
-		return true
-	}
-	return false
 }
 
 // give queues it in w's inbox and makes w look at it soon.

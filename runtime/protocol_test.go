@@ -1,0 +1,230 @@
+package runtime
+
+// White-box tests of the token, revocation, deal and sleep protocols. They
+// drive tasks directly with a function body, without package thread.
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+type fn func(t *Task)
+
+func (f fn) Run(t *Task) { f(t) }
+
+// spawn forks f from the running task t at t's priority.
+func spawn(t *Task, f func(*Task)) *Task {
+	c := &Task{}
+	c.InitLike(t, fn(f))
+	t.Spawn(c)
+	return c
+}
+
+// submit starts f from outside the runtime at priority p.
+func submit(tb testing.TB, rt *Runtime, p fairness.Priority, f func(*Task)) *Task {
+	tb.Helper()
+	t := &Task{}
+	require.NoError(tb, t.Init(rt, p, fn(f)))
+	require.NoError(tb, rt.Submit(t))
+	return t
+}
+
+// levels gives an order lo < hi with the criterion shares.
+func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priority, fairness.Priority) {
+	t.Helper()
+	o := fairness.NewOrder()
+	l, h := o.New("lo"), o.New("hi")
+	require.NoError(t, o.Less(l, h))
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{l: lo, h: hi})
+	require.NoError(t, err)
+	rt, err := New(Config{Procs: procs, Criterion: c})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	return rt, l, h
+}
+
+// spinUntil computes without any preemption point until flag is set, for
+// at most limit: the shape of a long library call. It reports whether the
+// flag came.
+func spinUntil(flag *atomic.Bool, limit time.Duration) bool {
+	end := time.Now().Add(limit)
+	for !flag.Load() {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
+}
+
+const patience = 20 * time.Second // a bound for hangs, never a timing goal
+
+// A top-priority thread submitted while the only worker computes without
+// preemption points runs anyway: the arriving thread's worker is revoked.
+func TestArrivalRevokesStuckWorker(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		rt, lo, hi := levels(t, procs, 50, 50)
+		var ran atomic.Bool
+		var stuck sync.WaitGroup
+		ok := make([]bool, procs)
+		for i := range procs {
+			stuck.Add(1)
+			submit(t, rt, lo, func(*Task) {
+				defer stuck.Done()
+				ok[i] = spinUntil(&ran, patience)
+			})
+		}
+		time.Sleep(5 * time.Millisecond) // let them start spinning
+		top := submit(t, rt, hi, func(*Task) { ran.Store(true) })
+		top.Wait()
+		stuck.Wait()
+		for i := range ok {
+			assert.True(t, ok[i], "P=%d: the top-priority thread waited for the stall", procs)
+		}
+		assert.NotZero(t, rt.Stats().Rescues, "P=%d", procs)
+	}
+}
+
+// A child spawned just before its parent stalls runs on the worker's new
+// holder: banks move with the worker.
+func TestChildOfStuckThreadRuns(t *testing.T) {
+	rt, lo, _ := levels(t, 1, 50, 50)
+	var ran atomic.Bool
+	ok := false
+	root := submit(t, rt, lo, func(p *Task) {
+		c := spawn(p, func(*Task) { ran.Store(true) })
+		ok = spinUntil(&ran, patience)
+		p.Join(c)
+	})
+	root.Wait()
+	assert.True(t, ok, "the child waited for its parent's stall")
+}
+
+// Blocking outside Await, on something another queued thread provides,
+// never deadlocks: the blocked worker's token is revoked after a round.
+func TestBlockingOutsideAwait(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		rt, lo, hi := levels(t, procs, 50, 50)
+		// A channel receive from a child that sends.
+		got := 0
+		root := submit(t, rt, lo, func(p *Task) {
+			ch := make(chan int)
+			c := spawn(p, func(*Task) { ch <- 42 })
+			got = <-ch
+			p.Join(c)
+		})
+		root.Wait()
+		assert.Equal(t, 42, got, "P=%d", procs)
+
+		// A WaitGroup in place of Join, over several children.
+		var n atomic.Int32
+		root = submit(t, rt, lo, func(p *Task) {
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				spawn(p, func(*Task) { n.Add(1); wg.Done() })
+			}
+			wg.Wait()
+		})
+		root.Wait()
+		assert.Equal(t, int32(4), n.Load(), "P=%d", procs)
+
+		// A mutex held by a preempted low-priority thread, wanted by a
+		// high-priority one.
+		var mu sync.Mutex
+		var holding atomic.Bool
+		low := submit(t, rt, lo, func(p *Task) {
+			mu.Lock()
+			holding.Store(true)
+			for range 2000 { // preemption points while holding the lock
+				p.Yield()
+				time.Sleep(10 * time.Microsecond)
+			}
+			mu.Unlock()
+		})
+		for !holding.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		high := submit(t, rt, hi, func(*Task) { mu.Lock(); mu.Unlock() })
+		high.Wait()
+		low.Wait()
+	}
+}
+
+// Stress: many roots fork and join at every level on more workers than
+// cores, with inline joins that leave stale bank entries, joins of threads
+// running elsewhere, deals, and now and then a stall or a blocking call that
+// gets revoked. Every thread runs exactly once. Under -race this found the
+// race between finish writing a waiter's depth and a deal reading it from a
+// stale entry.
+func TestStressForkJoinRevoke(t *testing.T) {
+	rt, lo, hi := levels(t, 4, 50, 50)
+	const roots = 64
+	var runs atomic.Int64
+	var tree func(p *Task, n int) int
+	tree = func(p *Task, n int) int {
+		runs.Add(1)
+		if n < 2 {
+			if n == 1 && runs.Load()%997 == 0 {
+				time.Sleep(300 * time.Microsecond) // blocks outside Await
+			}
+			return 1
+		}
+		var a, b int
+		ca := spawn(p, func(t *Task) { a = tree(t, n-1) })
+		cb := spawn(p, func(t *Task) { b = tree(t, n-2) })
+		p.Join(ca) // not the youngest: claimed inline, its entry goes stale
+		p.Join(cb)
+		return a + b + 1
+	}
+	want := func(n int) int { // nodes of the tree
+		a, b := 1, 1
+		for range n - 1 {
+			a, b = b, a+b+1
+		}
+		return b
+	}
+	var wg sync.WaitGroup
+	res := make([]int, roots)
+	for i := range roots {
+		p := lo
+		if i%8 == 0 {
+			p = hi
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r int
+			submit(t, rt, p, func(t *Task) { r = tree(t, 16) }).Wait()
+			res[i] = r
+		}()
+	}
+	wg.Wait()
+	for i, r := range res {
+		assert.Equal(t, want(16), r, "root %d", i)
+	}
+	assert.Equal(t, int64(roots*want(16)), runs.Load(), "every thread ran exactly once")
+}
+
+// A deal never takes the thread its sender runs next: with the only
+// thread of that rank in a bank, sendTo refuses; with two, the youngest stays.
+func TestSendToKeepsNextThread(t *testing.T) {
+	rt, lo, _ := levels(t, 2, 50, 50)
+	w, v := newWorker(rt, 0, 1), newWorker(rt, 1, 2) // detached from the live workers
+	r, _ := rt.Rank(lo)
+	require.True(t, v.mail[r].Open())
+	w.banks[r].Insert(item{t: &Task{}}, 1)
+	assert.False(t, w.sendTo(v, r, r), "the thread about to run was dealt")
+	w.banks[r].Insert(item{t: &Task{}}, 2)
+	assert.True(t, w.sendTo(v, r, r), "surplus stays home")
+	assert.Equal(t, 1, w.banks[r].Len())
+	e, ok := w.banks[r].Youngest()
+	require.True(t, ok)
+	assert.Equal(t, 2, e.Depth, "the youngest stays")
+}

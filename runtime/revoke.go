@@ -1,0 +1,204 @@
+package runtime
+
+import "time"
+
+// Revocation: taking a token from a goroutine stuck in a thread's code.
+//
+// A thread may run for a long time without reaching a preemption point (a
+// library call such as slices.Sort of a million keys), or block outside
+// Await (a channel receive, a sync.WaitGroup, a mutex held by a preempted
+// thread). Its worker would then serve nothing else: threads queued in its
+// banks, inbox and mailboxes would wait, and a thread that blocks on
+// another thread queued there would wait for ever. So the token is taken away
+// from such a goroutine and given to another, which carries on the worker's
+// loop with everything the worker held; the stuck goroutine goes on running
+// its thread's code without a token ("detached") and, at its next preemption
+// point or when the thread ends, queues its thread again as an ordinary
+// continuation.
+//
+// The protocol. Each goroutine has a mode word:
+//
+//	modeSched   holds a token, runs scheduler code: may touch the worker's owner state
+//	modeUser    holds a token, runs a thread's code: must not touch owner state
+//	modeRevoked its token was taken while in modeUser
+//
+// Transitions: the holder stores modeUser when it leaves the runtime for
+// thread code (leave) and swaps modeUser → modeSched by compare-and-swap
+// when it comes back (enter); a revoker swaps modeUser → modeRevoked by
+// compare-and-swap (revoke); a goroutine that finds itself revoked stores
+// modeSched once it gave up the worker (reattach).
+//
+// Invariants, and why they hold:
+//   - Exactly one goroutine owns a worker's owner state at any time. The
+//     holder touches it only in modeSched; the two compare-and-swaps out of
+//     modeUser exclude each other, so either the holder came back first (and
+//     the revocation fails) or the revoker won (and the holder's enter fails,
+//     so it never touches the state again). The winner of a revocation hands
+//     the worker to exactly one new holder.
+//   - Every write the old holder made to owner state happens before its
+//     store of modeUser, which the revoker's compare-and-swap reads: the new
+//     holder sees the state complete.
+//   - No thread is lost or run twice: the worker's banks, mailboxes and
+//     inbox move with the worker, the detached goroutine keeps only its own
+//     thread, and that thread is queued again (reattach) exactly once, by its
+//     own goroutine, when it next enters the runtime.
+//   - Close waits for detached threads: a revocation counts the thread in
+//     Runtime.suspended until it holds a token again.
+//
+// When tokens are revoked:
+//   - by a thread that arrives from outside a worker (resumed after Await
+//     or Sleep, or submitted) when every worker that could run it soonest
+//     runs a lower priority and has not passed a preemption point for
+//     staleAfter: the arriving goroutine takes the token at once;
+//   - by the watchdog (ticker.go) when a worker has not passed a preemption
+//     point for stallTicks ticks and someone waits for it (work queued in
+//     its inbox or mailboxes, a request, an idle worker that may want its
+//     spare threads), or when its goroutine has used almost no processor
+//     time for a round (it is blocked).
+//
+// A detached goroutine that computes takes processor time beside the
+// worker's new holder. To keep that bounded, a worker with a computing
+// detached goroutine is revoked again only for a thread of higher priority
+// than every detached one (so at most one per priority level); detached
+// goroutines that block cost nothing and are not limited.
+
+// staleAfter is how long a worker may go without a preemption point before
+// an arriving thread of higher priority takes its token instead of waiting:
+// several deal intervals, well above the gap between points of cooperative
+// code (microseconds), well below the promptness goal of a millisecond.
+const staleAfter = 250 * time.Microsecond
+
+// The modes of a goroutine; see above. modeQueued goes with modeUser: the
+// worker's banks held threads when its holder left the scheduler, so the
+// watchdog knows, without touching owner state, that a stall holds them up.
+const (
+	modeSched   uint32 = 0
+	modeUser    uint32 = 1
+	modeRevoked uint32 = 2
+	modeQueued  uint32 = 4
+)
+
+// leave marks the passage from scheduler code to the running thread's code.
+func (g *gor) leave() {
+	m := modeUser
+	if g.w.highest() >= 0 {
+		m |= modeQueued
+	}
+	g.mode.Store(m)
+}
+
+// enter marks the passage from thread t's code back into the scheduler. If
+// g's token was revoked meanwhile, it first queues t and waits until t holds
+// a token again. Either way it returns holding a token, in modeSched.
+func (g *gor) enter(t *Task) {
+	if m := g.mode.Load(); m&modeUser != 0 && g.mode.CompareAndSwap(m, modeSched) {
+		return
+	}
+	g.reattach(t)
+}
+
+// reattach is enter for a revoked goroutine: it gives up the worker it
+// lost and comes back as a continuation of t, like a thread after Await.
+func (g *gor) reattach(t *Task) {
+	w := g.w
+	g.w = nil
+	g.mode.Store(modeSched)
+	w.detachEnded(g.detBusy.Load())
+	g.rejoin(t)
+}
+
+// revoke takes the token of h, the holder of w, if h runs a thread's code of
+// a rank below below and w's detached goroutines allow it; busy says h is
+// computing rather than blocked. On success it returns the worker h held,
+// whose owner state the caller now owns and must give to a new holder.
+func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
+	if h == nil {
+		return nil
+	}
+	m := h.mode.Load()
+	if m&modeUser == 0 || w.running.Load() >= below {
+		return nil
+	}
+	w.detMu.Lock()
+	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop
+	h.detBusy.Store(busy) // read by h only after the swap below succeeded
+	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
+	w.detMu.Unlock()
+	if !won {
+		return nil // a second computing goroutine at that level would not help, or h came back
+	}
+	// h is frozen out of owner state now, and nobody hands it a token while
+	// it runs a thread's code, so the worker whose holder it is now is the
+	// one it held at the swap: w, unless the token moved between our looks.
+	// (h.w would name it too, but h clears that as soon as it sees the swap.)
+	v := w
+	if w.holder.Load() != h {
+		for _, x := range rt.workers {
+			if x.holder.Load() == h {
+				v = x
+			}
+		}
+	}
+	v.detMu.Lock()
+	if busy {
+		v.detBusy++
+		v.detTop = max(v.detTop, v.running.Load())
+	}
+	v.detMu.Unlock()
+	v.stats.rescues.Add(1)
+	rt.suspended.Add(1)
+	v.attn.Store(1)
+	return v
+}
+
+// detachEnded drops the bookkeeping of a detached goroutine of w whose
+// thread comes back; busy says it was counted as computing.
+func (w *worker) detachEnded(busy bool) {
+	w.detMu.Lock()
+	defer w.detMu.Unlock()
+	if busy {
+		w.detBusy--
+	}
+	if w.detBusy == 0 {
+		w.detTop = rankLoop
+	}
+}
+
+// takeOver gives g, whose thread of rank r is ready, a token at once if
+// that costs nobody a wait: that of a sleeping worker, or that of a worker
+// that has been running a lower priority without a preemption point for
+// staleAfter (revoked). The sleeping or revoked goroutine stays with the
+// worker as a spare, or goes on detached.
+func (rt *Runtime) takeOver(g *gor, r int32) bool {
+	for _, w := range rt.workers {
+		sp := w.sleeper.Load()
+		if sp == nil || !w.sleeper.CompareAndSwap(sp, nil) {
+			continue
+		}
+		if !w.keepSpare(sp) {
+			sp.resume(nil) // surplus: it exits
+		}
+		rt.adopt(g, w)
+		return true
+	}
+	now := rt.now()
+	for _, w := range rt.workers {
+		if now-w.lastService.Load() < int64(staleAfter) {
+			continue
+		}
+		if v := rt.revoke(w, w.holder.Load(), r, true); v != nil {
+			rt.adopt(g, v)
+			return true
+		}
+	}
+	return false
+}
+
+// adopt makes g the holder of w, whose token was free for the taking.
+func (rt *Runtime) adopt(g *gor, w *worker) {
+	g.w = w
+	w.holder.Store(g)
+	g.acquired()
+	w.attn.Store(1) // look at the inbox and mailboxes soon
+	rt.moves.Add(1)
+}
