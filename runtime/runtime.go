@@ -67,10 +67,13 @@ type Config struct {
 	// higher-priority threads run on workers whose primary priority they are,
 	// or by donation.
 	NoPromptBorrowing bool
-	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to Procs+1. The extra P
-	// is what lets timers, the network poller and Await-ed calls wake up
-	// promptly while every worker computes; without it they can wait for Go's
-	// own 10 ms preemption.
+	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to 2×Procs+1 (Procs+1
+	// without demotion). The free P is what lets timers, the network poller
+	// and Await-ed calls wake up promptly while every worker computes;
+	// without it they can wait for Go's own 10 ms preemption. With demotion,
+	// one more P per worker runs a thread whose worker carries on without it
+	// (a long library call, see docs/design.md) and the collector's workers,
+	// while the OS gives the processors to the interactive threads first.
 	KeepGOMAXPROCS bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an
@@ -123,7 +126,7 @@ type Runtime struct {
 	pinned    bool         // boundary set by Config.Interactive
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
-	maxprocs  bool          // whether New raised GOMAXPROCS
+	reserved  int           // Ps reserved in GOMAXPROCS, 0 if none
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig for
@@ -196,8 +199,11 @@ func New(cfg Config) (*Runtime, error) {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
 	}
 	if !cfg.KeepGOMAXPROCS {
-		reserveP(procs)
-		rt.maxprocs = true
+		rt.reserved = procs
+		if rt.demote {
+			rt.reserved = 2 * procs
+		}
+		reserveP(rt.reserved)
 	}
 	for _, w := range rt.workers {
 		rt.newGor(true).start(w)
@@ -293,8 +299,8 @@ func (rt *Runtime) Close() error {
 	}
 	rt.gors.Wait()
 	close(rt.closed)
-	if rt.maxprocs {
-		releaseP(len(rt.workers))
+	if rt.reserved > 0 {
+		releaseP(rt.reserved)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ import (
 var ErrConfig = errors.New("harness: bad configuration")
 
 // Experiments lists the experiment names in the order of the report.
-var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fig8", "fig9"}
+var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fig8", "fig9", "stall"}
 
 // Criterion is a three-priority fairness criterion in percent: the shares
 // of the high, medium and low priorities.

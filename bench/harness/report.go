@@ -70,7 +70,7 @@ func (s Section) Markdown() string {
 func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
-		"table5": table5, "fig8": fig8, "fig9": fig9,
+		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable,
 	}
 	var out []Section
 	for _, name := range Experiments {

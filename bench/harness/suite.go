@@ -175,6 +175,15 @@ func (s *suite) plan() []step {
 			}
 		}
 	}
+	if cfg.needs("stall") {
+		for _, p := range cfg.Procs {
+			for _, l := range stallLoads {
+				add(func() (*Record, error) { return s.stall(l, sysFairly, p) }, "stall %s fairly P=%d", l.name, p)
+			}
+			l := stallLoadNamed("sort")
+			add(func() (*Record, error) { return s.stall(l, sysGoroutines, p) }, "stall %s goroutines P=%d", l.name, p)
+		}
+	}
 	if cfg.needs("fig9") {
 		for _, p := range cfg.Procs {
 			for _, share := range cfg.Shares {

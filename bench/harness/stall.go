@@ -1,0 +1,282 @@
+package harness
+
+import (
+	"bytes"
+	"compress/flate"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// The stall experiment: a network echo at high priority beside low-priority
+// threads that spend all their time in library calls with no fairly call
+// inside (no preemption point for tens or hundreds of milliseconds), one
+// such thread per worker, criterion 50-0-50. Promptness must not depend on
+// user code reaching preemption points.
+
+const kindStall = "stall"
+
+// stallLoad is a library call that never calls fairly.
+type stallLoad struct {
+	name string
+	desc string
+	// prepare makes the input once; call runs the library call on it.
+	prepare func() any
+	call    func(in any) int
+}
+
+// stallMiB is the input size of the byte-stream loads.
+const stallMiB = 64
+
+var stallLoads = []stallLoad{
+	{name: "idle", desc: "nothing: the echo alone"},
+	{name: "sort", desc: "slices.Sort of 1M random int64 keys",
+		prepare: func() any {
+			r := rand.New(rand.NewPCG(1, 2))
+			keys := make([]int64, 1<<20)
+			for i := range keys {
+				keys[i] = r.Int64()
+			}
+			return keys
+		},
+		call: func(in any) int {
+			keys := slices.Clone(in.([]int64))
+			slices.Sort(keys)
+			return int(keys[0] & 1)
+		}},
+	{name: "flate", desc: fmt.Sprintf("compress/flate (best speed) of %d MiB", stallMiB),
+		prepare: stallBytes,
+		call: func(in any) int {
+			zw, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
+			_, _ = zw.Write(in.([]byte))
+			_ = zw.Close()
+			return 0
+		}},
+	{name: "sha256", desc: fmt.Sprintf("crypto/sha256 over %d MiB", stallMiB),
+		prepare: stallBytes,
+		call: func(in any) int {
+			s := sha256.Sum256(in.([]byte))
+			return int(s[0] & 1)
+		}},
+}
+
+// stallBytes is compressible text-like input, shared by the byte loads.
+var stallBytes = sync.OnceValue(func() any {
+	r := rand.New(rand.NewPCG(3, 4))
+	var b bytes.Buffer
+	words := []string{"fair", "prompt", "thread", "worker", "bank", "deal", "round", "share"}
+	for b.Len() < stallMiB<<20 {
+		b.WriteString(words[r.IntN(len(words))])
+		b.WriteByte(" \n"[r.IntN(2)])
+	}
+	return b.Bytes()[:stallMiB<<20]
+})
+
+func stallLoadNamed(name string) stallLoad {
+	for _, l := range stallLoads {
+		if l.name == name {
+			return l
+		}
+	}
+	panic("unknown stall load " + name)
+}
+
+// stall is a setting of the stall experiment: procs hogs running load (none
+// for idle) while the driver replays the fixed trace against a network echo,
+// on fairly (echo high, hogs low, 50-0-50) or on plain goroutines.
+func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
+	rec := &Record{Kind: kindStall, Kernel: load.name, Procs: procs, System: sys}
+	var in any
+	if load.prepare != nil {
+		in = load.prepare()
+	}
+	var stop atomic.Bool
+	var calls atomic.Int64
+	hog := func() {
+		for !stop.Load() {
+			start := time.Now()
+			load.call(in)
+			calls.Add(1)
+			rec.Times = append(rec.Times, time.Since(start)) // one hog records: see below
+		}
+	}
+	finish := func(echo *netEcho, waitHogs func() error) error {
+		<-echo.drv.done
+		stop.Store(true)
+		herr := waitHogs()
+		var err error
+		rec.Echo, err = closeEcho(nil, echo)
+		return closeAll(herr, err)
+	}
+	if sys == sysGoroutines {
+		_, err := withProcs(procs, func() (struct{}, error) {
+			echo, err := s.cfg.startNetEcho(interactive.ServeNetGoroutines, s.cfg.fixedScript())
+			if err != nil {
+				return struct{}{}, err
+			}
+			var wg sync.WaitGroup
+			if load.call != nil {
+				for i := range procs {
+					wg.Go(func() {
+						if i == 0 {
+							hog()
+						} else {
+							otherHog(&stop, load, in)
+						}
+					})
+				}
+			}
+			return struct{}{}, finish(echo, func() error { wg.Wait(); return nil })
+		})
+		return rec, err
+	}
+	p := newPrios()
+	c := Criterion{50, 0, 50}
+	rec.Criterion = c.String()
+	rt, err := p.runtime(procs, c)
+	if err != nil {
+		return nil, err
+	}
+	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
+	if err != nil {
+		return nil, closeAll(err, rt.Close())
+	}
+	var hs []*thread.Handle[struct{}]
+	if load.call != nil {
+		for i := range procs {
+			hs = append(hs, thread.Go(rt, p.lo, func(*thread.Ctx) struct{} {
+				if i == 0 {
+					hog()
+				} else {
+					otherHog(&stop, load, in)
+				}
+				return struct{}{}
+			}))
+		}
+	}
+	err = finish(echo, func() error {
+		for _, h := range hs {
+			if _, err := h.Wait(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return rec, closeAll(err, rt.Close())
+}
+
+// otherHog runs load like the recording hog, without recording.
+func otherHog(stop *atomic.Bool, load stallLoad, in any) {
+	for !stop.Load() {
+		load.call(in)
+	}
+}
+
+func stallTable(res *Results) Section {
+	t := table{head: []string{"library call", "P", "system", "call (ms)", "calls", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}}
+	for _, p := range res.Procs {
+		for _, l := range stallLoads {
+			for _, sys := range []string{sysFairly, sysGoroutines} {
+				rec := res.find(Record{Kind: kindStall, Kernel: l.name, Procs: p, System: sys})
+				if rec == nil {
+					continue
+				}
+				call := "—"
+				if len(rec.Times) > 0 {
+					call = millis(rec)
+				}
+				row := []string{l.name, fmt.Sprint(p), sys, call, fmt.Sprint(len(rec.Times))}
+				t.add(append(append(row, latencyCells(rec)...), answered(rec))...)
+			}
+		}
+	}
+	var loads []string
+	for _, l := range stallLoads[1:] {
+		loads = append(loads, l.name+": "+l.desc)
+	}
+	return Section{
+		Title: "Stall: echo beside library code that never calls fairly",
+		Text: fmt.Sprintf("P low-priority threads (goroutines) each repeat a library call with no preemption point inside while the driver replays %v of requests at %g/s "+
+			"against a network echo at high priority, criterion 50-0-50; idle runs the echo alone. Loads: %s. "+
+			"The call time and count are one hog's.",
+			res.EchoFor, res.EchoRate, joinLoads(loads)),
+		Table: t.String(),
+		Chart: "stall.png",
+		draw:  func(path string) error { return drawStall(res, path) },
+	}
+}
+
+func joinLoads(l []string) string {
+	var b bytes.Buffer
+	for i, s := range l {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// drawStall plots the echo's p99 per library call, one series per system
+// and P, with the 1 ms goal as a line.
+func drawStall(res *Results, path string) error {
+	p := plot.New()
+	p.Title.Text = "Echo response beside library calls with no preemption point"
+	p.Y.Label.Text = "echo response time, p99 (ms, log scale)"
+	p.X.Label.Text = "library call run by every low-priority thread"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	var names []string
+	for _, l := range stallLoads {
+		names = append(names, l.name)
+	}
+	i := 0
+	for _, procs := range res.Procs {
+		for _, sys := range []string{sysFairly, sysGoroutines} {
+			var pts plotter.XYs
+			for x, l := range stallLoads {
+				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
+					off := 0.08 * (float64(i) - 1.5)
+					pts = append(pts, plotter.XY{X: float64(x) + off, Y: max(lat.P99.Seconds()*1e3, 1e-2)})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.Color, sc.Shape = plotutil.Color(i), plotutil.Shape(i)
+			sc.Radius = vg.Points(4)
+			p.Add(sc)
+			p.Legend.Add(fmt.Sprintf("%s, P=%d", sys, procs), sc)
+			i++
+		}
+	}
+	goal, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(names)) - 0.5, Y: 1}})
+	if err != nil {
+		return err
+	}
+	goal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(goal)
+	p.Legend.Add("goal: 1 ms", goal)
+	p.Legend.Top = true
+	p.NominalX(names...)
+	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+}
