@@ -2,6 +2,7 @@ package runtime
 
 import (
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -78,9 +79,9 @@ func (g *gor) main() {
 	defer g.rt.gors.Done()
 	if g.demoted {
 		goruntime.LockOSThread() // for life: the thread is demoted below
-		g.locked = true
-		g.tid.Store(gettid())
+		g.lockedTo(gettid())
 		demoteThread(g.rt.nice)
+		defer g.lockedTo(0)
 	}
 	goexit := true
 	defer func() {
@@ -103,8 +104,7 @@ func (g *gor) acquired() {
 		return
 	}
 	goruntime.LockOSThread()
-	g.locked = true
-	g.tid.Store(gettid())
+	g.lockedTo(gettid())
 }
 
 // released is called by g once it gave its token away: an ordinary goroutine
@@ -113,9 +113,36 @@ func (g *gor) released() {
 	if !g.locked || g.demoted {
 		return
 	}
-	g.locked = false
-	g.tid.Store(0)
+	g.lockedTo(0)
 	goruntime.UnlockOSThread()
+}
+
+// lockedTo records that g is locked to OS thread tid (0: unlocked now).
+func (g *gor) lockedTo(tid int32) {
+	if old := g.tid.Swap(tid); old != 0 {
+		lockedGors.Delete(old)
+	}
+	g.locked = tid != 0
+	if tid != 0 {
+		lockedGors.Store(tid, g)
+	}
+}
+
+// lockedGors maps the OS threads that runtime goroutines are locked to onto
+// those goroutines, over all runtimes: only the locked goroutine runs on
+// such a thread, so the calling thread tells whether the caller is one.
+var lockedGors sync.Map // int32 → *gor
+
+// InThread reports whether the calling goroutine runs a thread's code (not
+// an Await-ed call), on any runtime. Blocking calls that wait for other
+// threads, such as Task.Wait, must not be made there: they hold a worker.
+func InThread() bool {
+	tid := gettid()
+	if tid == 0 {
+		return false
+	}
+	g, ok := lockedGors.Load(tid)
+	return ok && g.(*gor).mode.Load() != modeSched
 }
 
 // park blocks until another goroutine hands this one a token (or, at

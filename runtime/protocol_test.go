@@ -228,3 +228,19 @@ func TestSendToKeepsNextThread(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 2, e.Depth, "the youngest stays")
 }
+
+// InThread tells a thread's code from an Await-ed call and from ordinary
+// goroutines.
+func TestInThread(t *testing.T) {
+	rt, lo, hi := levels(t, 2, 50, 50)
+	assert.False(t, InThread())
+	for _, p := range []fairness.Priority{lo, hi} {
+		var in, inAwait bool
+		submit(t, rt, p, func(tk *Task) {
+			in = InThread()
+			tk.Suspend(func() { inAwait = InThread() })
+		}).Wait()
+		assert.True(t, in, "%v", p)
+		assert.False(t, inAwait, "%v", p)
+	}
+}

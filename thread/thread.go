@@ -38,6 +38,11 @@ var ErrGoexit = errors.New("fairly: thread called runtime.Goexit")
 // could never finish.
 var ErrJoinSelf = errors.New("fairly: thread joins itself")
 
+// ErrWaitInThread is returned by Handle.Wait (and so Run) called from a
+// thread's code: waiting there would hold the worker while it waits for
+// other threads. Use Join inside threads, or Wait inside Await.
+var ErrWaitInThread = errors.New("fairly: Handle.Wait inside a thread; use thread.Join")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -98,8 +103,13 @@ func (h *Handle[T]) Done() bool { return h.ctx.task.Done() }
 
 // Wait blocks the calling goroutine until the thread has finished and
 // returns its result. It is for ordinary goroutines; threads use Join,
-// which does not hold up their worker.
+// which does not hold up their worker, and Wait called from a thread's code
+// fails at once with ErrWaitInThread.
 func (h *Handle[T]) Wait() (T, error) {
+	if !h.ctx.task.Done() && runtime.InThread() {
+		var zero T
+		return zero, ErrWaitInThread
+	}
 	h.ctx.task.Wait()
 	return h.val, h.err
 }

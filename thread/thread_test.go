@@ -451,3 +451,29 @@ func TestGoexitAndSelfJoin(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, res, thread.ErrJoinSelf)
 }
+
+// Handle.Wait and Run inside a thread fail at once instead of holding the
+// worker; inside Await they are allowed.
+func TestWaitInsideThread(t *testing.T) {
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 1, c)
+	for _, p := range ps {
+		res, err := thread.Run(rt, p, func(c *thread.Ctx) error {
+			h := thread.Go(rt, p, func(*thread.Ctx) int { return 1 })
+			if _, err := h.Wait(); !errors.Is(err, thread.ErrWaitInThread) {
+				return fmt.Errorf("Wait: %v", err)
+			}
+			if _, err := thread.Run(rt, p, func(*thread.Ctx) int { return 1 }); !errors.Is(err, thread.ErrWaitInThread) {
+				return fmt.Errorf("Run: %v", err)
+			}
+			var err error
+			v := thread.Await(c, func() int { v, e := h.Wait(); err = e; return v })
+			if v != 1 || err != nil {
+				return fmt.Errorf("Wait inside Await: %d %v", v, err)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.NoError(t, res, "%v", p)
+	}
+}
