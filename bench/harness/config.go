@@ -104,6 +104,9 @@ type Config struct {
 	EchoFor time.Duration
 	// FibSize is the n of table5 and fig9 (default: the size of "fib").
 	FibSize int
+	// StallMiB is the input size of the stall experiment's library calls,
+	// in MiB (default 64: sha256 and flate over 64 MiB, a sort of 1M keys).
+	StallMiB int
 	// Driver returns a command that runs the driver with the given
 	// arguments (see driver.Main); it must not be started yet.
 	Driver func(args ...string) *exec.Cmd
@@ -111,6 +114,14 @@ type Config struct {
 	// steps done so far, their total and the name of the step starting, and
 	// once at the end with an empty name.
 	Progress func(done, total int, next string)
+}
+
+// stallMiB is StallMiB or its default.
+func (c *Config) stallMiB() int {
+	if c.StallMiB <= 0 {
+		return 64
+	}
+	return c.StallMiB
 }
 
 // Validate reports the first problem of c, wrapping ErrConfig.

@@ -34,20 +34,17 @@ const kindStall = "stall"
 type stallLoad struct {
 	name string
 	desc string
-	// prepare makes the input once; call runs the library call on it.
-	prepare func() any
+	// prepare makes the input of mib MiB once; call runs the library call on it.
+	prepare func(mib int) any
 	call    func(in any) int
 }
 
-// stallMiB is the input size of the byte-stream loads.
-const stallMiB = 64
-
 var stallLoads = []stallLoad{
 	{name: "idle", desc: "nothing: the echo alone"},
-	{name: "sort", desc: "slices.Sort of 1M random int64 keys",
-		prepare: func() any {
+	{name: "sort", desc: "slices.Sort of 16Ki random int64 keys per MiB (1M by default)",
+		prepare: func(mib int) any {
 			r := rand.New(rand.NewPCG(1, 2))
-			keys := make([]int64, 1<<20)
+			keys := make([]int64, mib<<14)
 			for i := range keys {
 				keys[i] = r.Int64()
 			}
@@ -58,7 +55,7 @@ var stallLoads = []stallLoad{
 			slices.Sort(keys)
 			return int(keys[0] & 1)
 		}},
-	{name: "flate", desc: fmt.Sprintf("compress/flate (best speed) of %d MiB", stallMiB),
+	{name: "flate", desc: "compress/flate (best speed) of the input",
 		prepare: stallBytes,
 		call: func(in any) int {
 			zw, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
@@ -66,7 +63,7 @@ var stallLoads = []stallLoad{
 			_ = zw.Close()
 			return 0
 		}},
-	{name: "sha256", desc: fmt.Sprintf("crypto/sha256 over %d MiB", stallMiB),
+	{name: "sha256", desc: "crypto/sha256 over the input",
 		prepare: stallBytes,
 		call: func(in any) int {
 			s := sha256.Sum256(in.([]byte))
@@ -75,16 +72,16 @@ var stallLoads = []stallLoad{
 }
 
 // stallBytes is compressible text-like input, shared by the byte loads.
-var stallBytes = sync.OnceValue(func() any {
+func stallBytes(mib int) any {
 	r := rand.New(rand.NewPCG(3, 4))
 	var b bytes.Buffer
 	words := []string{"fair", "prompt", "thread", "worker", "bank", "deal", "round", "share"}
-	for b.Len() < stallMiB<<20 {
+	for b.Len() < mib<<20 {
 		b.WriteString(words[r.IntN(len(words))])
 		b.WriteByte(" \n"[r.IntN(2)])
 	}
-	return b.Bytes()[:stallMiB<<20]
-})
+	return b.Bytes()[:mib<<20]
+}
 
 func stallLoadNamed(name string) stallLoad {
 	for _, l := range stallLoads {
@@ -102,7 +99,11 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 	rec := &Record{Kind: kindStall, Kernel: load.name, Procs: procs, System: sys}
 	var in any
 	if load.prepare != nil {
-		in = load.prepare()
+		key := fmt.Sprint(load.name, s.cfg.stallMiB())
+		if in = s.stallIn[key]; in == nil {
+			in = load.prepare(s.cfg.stallMiB())
+			s.stallIn = map[string]any{key: in} // keep one input alive at a time
+		}
 	}
 	var stop atomic.Bool
 	var calls atomic.Int64
@@ -211,9 +212,9 @@ func stallTable(res *Results) Section {
 	return Section{
 		Title: "Stall: echo beside library code that never calls fairly",
 		Text: fmt.Sprintf("P low-priority threads (goroutines) each repeat a library call with no preemption point inside while the driver replays %v of requests at %g/s "+
-			"against a network echo at high priority, criterion 50-0-50; idle runs the echo alone. Loads: %s. "+
+			"against a network echo at high priority, criterion 50-0-50; idle runs the echo alone. Input: %d MiB. Loads: %s. "+
 			"The call time and count are one hog's.",
-			res.EchoFor, res.EchoRate, joinLoads(loads)),
+			res.EchoFor, res.EchoRate, res.StallMiB, joinLoads(loads)),
 		Table: t.String(),
 		Chart: "stall.png",
 		draw:  func(path string) error { return drawStall(res, path) },

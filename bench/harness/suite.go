@@ -67,6 +67,7 @@ type Results struct {
 	Reps     int           `json:"reps"`
 	EchoRate float64       `json:"echo_rate"`
 	EchoFor  time.Duration `json:"echo_for_ns"`
+	StallMiB int           `json:"stall_mib,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
 	Kernels     []string  `json:"kernels"`
 	Experiments []string  `json:"experiments"`
@@ -97,6 +98,7 @@ type suite struct {
 	cfg       *Config
 	instances map[string]kernels.Instance // reused across steps: inputs are costly to build
 	tmp       string
+	stallIn   map[string]any // the stall experiment's current input
 }
 
 // Run runs the experiments of cfg and returns their raw results; Report
@@ -113,7 +115,7 @@ func Run(cfg Config) (*Results, error) {
 	s := &suite{cfg: &cfg, instances: make(map[string]kernels.Instance), tmp: tmp}
 	res := &Results{
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
-		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments,
+		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(),
 	}
 	for _, k := range cfg.Kernels {
 		res.Kernels = append(res.Kernels, k.Name)
