@@ -1,0 +1,281 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// minWait keeps waits plottable on a logarithmic axis.
+const minWait = 1e-3
+
+// metric picks a statistic of a row and its spread over seeds.
+type metric struct {
+	name string
+	get  func(Row) (v, lo, hi float64)
+}
+
+var (
+	meanWait = metric{"mean wait", func(r Row) (float64, float64, float64) {
+		return r.MeanWait, r.MeanWaitMin, r.MeanWaitMax
+	}}
+	p99Wait = metric{"p99 wait", func(r Row) (float64, float64, float64) {
+		return r.P99Wait, r.P99WaitMin, r.P99WaitMax
+	}}
+)
+
+// drawCharts writes the charts into dir and returns their paths.
+func drawCharts(res *Results, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	save := func(name string, err error) error {
+		if err == nil {
+			paths = append(paths, filepath.Join(dir, name))
+		}
+		return err
+	}
+	for _, s := range res.Plan.Setups {
+		name := fmt.Sprintf("starvation-%dslot-%s", s.Slots, s.Dist)
+		if err := save(name+"-mean.png", drawSweep(res, s, meanWait, filepath.Join(dir, name+"-mean.png"))); err != nil {
+			return paths, err
+		}
+		if err := save(name+"-p99.png", drawSweep(res, s, p99Wait, filepath.Join(dir, name+"-p99.png"))); err != nil {
+			return paths, err
+		}
+	}
+	if len(res.Series) > 0 {
+		if err := save("starvation-series.png", drawSeries(res, filepath.Join(dir, "starvation-series.png"))); err != nil {
+			return paths, err
+		}
+	}
+	return paths, nil
+}
+
+// drawSweep draws a statistic against ρ_H, one panel per class, one line
+// per policy with its spread over seeds, Cobham's formula and, for the lo
+// class, the notebook's.
+func drawSweep(res *Results, s Setup, m metric, path string) error {
+	row := make([]*plot.Plot, nClasses)
+	for c := range nClasses {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%s class: %s, %s, ρ_L = %g", classNames[c], m.name, s, res.Plan.RhoLo)
+		p.X.Label.Text = "load of the hi class ρ_H"
+		p.Y.Label.Text = m.name + " (s, log scale)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
+		for i, pol := range res.Plan.Policies {
+			if err := addPolicy(p, res.find(pol.Name, s, classNames[c]), m, i, len(res.Plan.Policies), pol.Label); err != nil {
+				return err
+			}
+		}
+		if m.name == meanWait.name {
+			addTheory(p, res, s, c)
+		}
+		addOverload(p, res.Plan.RhoLo)
+		p.X.Min, p.X.Max = 0, 1
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.TextStyle.Font.Size = vg.Points(9)
+		row[c] = p
+	}
+	return savePanels(path, [][]*plot.Plot{row}, 13*vg.Inch, 5.5*vg.Inch)
+}
+
+// addPolicy draws one policy's line with min–max bars over seeds. The
+// policies' points are shifted a little apart so that the bars do not
+// hide each other.
+func addPolicy(p *plot.Plot, rows []Row, m metric, i, n int, label string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	type errPoints struct {
+		plotter.XYs
+		plotter.YErrors
+	}
+	pts := errPoints{XYs: make(plotter.XYs, len(rows)), YErrors: make(plotter.YErrors, len(rows))}
+	shift := 0.004 * (float64(i) - float64(n-1)/2)
+	for j, r := range rows {
+		v, lo, hi := m.get(r)
+		v = math.Max(v, minWait)
+		pts.XYs[j] = plotter.XY{X: r.RhoHi + shift, Y: v}
+		pts.YErrors[j].Low = v - math.Max(lo, minWait)
+		pts.YErrors[j].High = math.Max(hi, minWait) - v
+	}
+	line, points, err := plotter.NewLinePoints(pts.XYs)
+	if err != nil {
+		return err
+	}
+	bars, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return err
+	}
+	c := plotutil.Color(i)
+	line.Color, points.Color, bars.Color = c, c, c
+	points.Shape = plotutil.Shape(i)
+	p.Add(line, points, bars)
+	p.Legend.Add(label, line, points)
+	return nil
+}
+
+// addTheory draws Cobham's mean wait for static priority and, for the lo
+// class, the notebook's closed form, up to just below the load where they
+// diverge.
+func addTheory(p *plot.Plot, res *Results, s Setup, class int) {
+	at := func(rho float64) Workload {
+		return Workload{RhoHi: rho, RhoLo: res.Plan.RhoLo, Dist: s.Dist, Slots: s.Slots}
+	}
+	top := 0.999
+	if class == lo {
+		top = 1 - res.Plan.RhoLo - 0.005
+	}
+	if _, ok := at(0.01).Cobham(class); !ok || top <= 0.01 {
+		return
+	}
+	cobham := plotter.NewFunction(func(rho float64) float64 {
+		v, _ := at(rho).Cobham(class)
+		return math.Max(v, minWait)
+	})
+	cobham.XMin, cobham.XMax, cobham.Samples = 0.01, top, 400
+	cobham.Color = color.Black
+	cobham.Width = vg.Points(1.5)
+	cobham.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	p.Add(cobham)
+	p.Legend.Add("Cobham (static priority)", cobham)
+	if class != lo || s.Dist != distExp {
+		return
+	}
+	nb := plotter.NewFunction(func(rho float64) float64 {
+		v, _ := at(rho).Notebook()
+		return math.Max(v, minWait)
+	})
+	nb.XMin, nb.XMax, nb.Samples = 0.01, top, 400
+	nb.Color = color.Gray{Y: 120}
+	nb.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+	p.Add(nb)
+	p.Legend.Add("notebook's closed form", nb)
+}
+
+// addOverload marks ρ_H + ρ_L = 1: to its right the backlog grows for as
+// long as arrivals go on.
+func addOverload(p *plot.Plot, rhoLo float64) {
+	x := 1 - rhoLo
+	if x >= 1 {
+		return
+	}
+	edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
+	if err != nil {
+		return
+	}
+	edge.Color = color.RGBA{R: 200, A: 255}
+	edge.Width = vg.Points(1)
+	edge.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(edge)
+	p.Legend.Add("ρ_H + ρ_L = 1: overloaded to the right", edge)
+}
+
+// drawSeries draws each time-series run: every job's wait against its
+// arrival, and the hi class's mean wait per window, one panel per policy
+// on a common wait axis.
+func drawSeries(res *Results, path string) error {
+	var col []*plot.Plot
+	top := 0.0
+	for _, s := range res.Series {
+		for _, j := range s.Jobs {
+			top = math.Max(top, j.Wait())
+		}
+	}
+	for _, s := range res.Series {
+		p := plot.New()
+		st := summarise(s.Jobs)
+		p.Title.Text = fmt.Sprintf("%s, ρ_H = %g, ρ_L = %g, 1 slot: hi mean %.1fs (window CV %.2f), lo mean %.1fs",
+			s.Policy.Label, s.W.RhoHi, s.W.RhoLo, st[hi].Mean, st[hi].WindowCV, st[lo].Mean)
+		p.X.Label.Text = "arrival time (s)"
+		p.Y.Label.Text = "wait (s)"
+		p.Add(plotter.NewGrid())
+		for c := range nClasses {
+			var pts plotter.XYs
+			for _, j := range s.Jobs {
+				if j.Class == c {
+					pts = append(pts, plotter.XY{X: j.Arrive, Y: j.Wait()})
+				}
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.Color = classColor(c)
+			sc.Radius = vg.Points(1)
+			sc.Shape = draw.CircleGlyph{}
+			p.Add(sc)
+			p.Legend.Add(classNames[c]+" job's wait", sc)
+		}
+		starts, means := windowMeans(s.Jobs, hi)
+		var pts plotter.XYs
+		for i := range starts {
+			pts = append(pts, plotter.XY{X: starts[i] + window/2, Y: means[i]})
+		}
+		if len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = color.Black
+			l.Width = vg.Points(1.5)
+			p.Add(l)
+			p.Legend.Add(fmt.Sprintf("hi mean wait per %gs window", window), l)
+		}
+		p.Y.Min, p.Y.Max = 0, top*1.05
+		p.Legend.Top, p.Legend.Left = true, true
+		col = append(col, p)
+	}
+	rows := make([][]*plot.Plot, len(col))
+	for i, p := range col {
+		rows[i] = []*plot.Plot{p}
+	}
+	return savePanels(path, rows, 11*vg.Inch, vg.Length(len(col))*3*vg.Inch)
+}
+
+// classColor is a class's colour in the time series.
+func classColor(c int) color.Color {
+	if c == hi {
+		return color.RGBA{R: 30, G: 100, B: 200, A: 160}
+	}
+	return color.RGBA{R: 220, G: 80, B: 20, A: 220}
+}
+
+// savePanels draws a grid of plots into one PNG.
+func savePanels(path string, plots [][]*plot.Plot, w, h vg.Length) error {
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	// The background is transparent otherwise.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadX: vg.Points(20), PadY: vg.Points(20),
+		PadTop: vg.Points(8), PadBottom: vg.Points(8), PadLeft: vg.Points(8), PadRight: vg.Points(8)}
+	canvases := plot.Align(plots, tiles, dc)
+	for i, row := range plots {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
