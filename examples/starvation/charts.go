@@ -184,30 +184,35 @@ func addOverload(p *plot.Plot, rhoLo float64) {
 	p.Legend.Add("ρ_H + ρ_L = 1: overloaded to the right", edge)
 }
 
-// drawSeries draws each time-series run: every job's wait against its
-// arrival, and the hi class's mean wait per window, one panel per policy
-// on a common wait axis.
+// drawSeries draws the time-series runs: one panel per policy with every
+// job's wait against its arrival and the hi class's mean wait per window,
+// then one panel with the wait each policy adds to the hi class, per
+// window, over static priority on the same arrivals: the price the hi
+// class pays for serving the lo class sooner, and how it is spread over
+// time.
 func drawSeries(res *Results, path string) error {
-	var col []*plot.Plot
-	top := 0.0
+	var static []served
 	for _, s := range res.Series {
-		for _, j := range s.Jobs {
-			top = math.Max(top, j.Wait())
+		if s.Policy.Name == "static" {
+			static = s.Jobs
 		}
 	}
+	var rows [][]*plot.Plot
 	for _, s := range res.Series {
 		p := plot.New()
 		st := summarise(s.Jobs)
-		p.Title.Text = fmt.Sprintf("%s, ρ_H = %g, ρ_L = %g, 1 slot: hi mean %.1fs (window CV %.2f), lo mean %.1fs",
-			s.Policy.Label, s.W.RhoHi, s.W.RhoLo, st[hi].Mean, st[hi].WindowCV, st[lo].Mean)
+		p.Title.Text = fmt.Sprintf("%s, ρ_H = %g, ρ_L = %g, 1 slot: hi mean %.1fs, lo mean %.1fs, hi window CV %.2f",
+			s.Policy.Label, s.W.RhoHi, s.W.RhoLo, st[hi].Mean, st[lo].Mean, st[hi].WindowCV)
 		p.X.Label.Text = "arrival time (s)"
-		p.Y.Label.Text = "wait (s)"
+		p.Y.Label.Text = "wait (s, log scale)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
 		for c := range nClasses {
 			var pts plotter.XYs
 			for _, j := range s.Jobs {
 				if j.Class == c {
-					pts = append(pts, plotter.XY{X: j.Arrive, Y: j.Wait()})
+					pts = append(pts, plotter.XY{X: j.Arrive, Y: math.Max(j.Wait(), seriesFloor)})
 				}
 			}
 			sc, err := plotter.NewScatter(pts)
@@ -215,43 +220,79 @@ func drawSeries(res *Results, path string) error {
 				return err
 			}
 			sc.Color = classColor(c)
-			sc.Radius = vg.Points(1)
+			sc.Radius = vg.Points(1.2)
 			sc.Shape = draw.CircleGlyph{}
 			p.Add(sc)
-			p.Legend.Add(classNames[c]+" job's wait", sc)
+			p.Legend.Add(fmt.Sprintf("%s job's wait (%gs shown for less)", classNames[c], seriesFloor), sc)
 		}
 		starts, means := windowMeans(s.Jobs, hi)
-		var pts plotter.XYs
-		for i := range starts {
-			pts = append(pts, plotter.XY{X: starts[i] + window/2, Y: means[i]})
+		if err := addLine(p, starts, means, fmt.Sprintf("hi mean wait per %gs window", window), color.Black); err != nil {
+			return err
 		}
-		if len(pts) > 0 {
-			l, err := plotter.NewLine(pts)
-			if err != nil {
+		p.Y.Min = seriesFloor
+		p.Legend.Top, p.Legend.Left = true, true
+		rows = append(rows, []*plot.Plot{p})
+	}
+	if static != nil && len(res.Series) > 1 {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("wait added to the hi class over static priority on the same arrivals, per %gs window", window)
+		p.X.Label.Text = "arrival time (s)"
+		p.Y.Label.Text = "added mean wait (s)"
+		p.Add(plotter.NewGrid())
+		_, base := windowMeans(static, hi)
+		for i, s := range res.Series {
+			if s.Policy.Name == "static" {
+				continue
+			}
+			starts, means := windowMeans(s.Jobs, hi)
+			if len(means) != len(base) {
+				continue
+			}
+			added := make([]float64, len(means))
+			for k := range means {
+				added[k] = means[k] - base[k]
+			}
+			label := s.Policy.Label
+			if b, ok := burstCV(means, base); ok {
+				label += fmt.Sprintf(" (burst CV %.2f)", b)
+			}
+			if err := addLine(p, starts, added, label, plotutil.Color(i)); err != nil {
 				return err
 			}
-			l.Color = color.Black
-			l.Width = vg.Points(1.5)
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("hi mean wait per %gs window", window), l)
 		}
-		p.Y.Min, p.Y.Max = 0, top*1.05
 		p.Legend.Top, p.Legend.Left = true, true
-		col = append(col, p)
+		rows = append(rows, []*plot.Plot{p})
 	}
-	rows := make([][]*plot.Plot, len(col))
-	for i, p := range col {
-		rows[i] = []*plot.Plot{p}
+	return savePanels(path, rows, 11*vg.Inch, vg.Length(len(rows))*3*vg.Inch)
+}
+
+// seriesFloor is the smallest wait drawn on the time series' log axis.
+const seriesFloor = 0.01
+
+// addLine adds a line through per-window values, drawn at the windows'
+// middles.
+func addLine(p *plot.Plot, starts, values []float64, label string, c color.Color) error {
+	pts := make(plotter.XYs, len(starts))
+	for i := range starts {
+		pts[i] = plotter.XY{X: starts[i] + window/2, Y: values[i]}
 	}
-	return savePanels(path, rows, 11*vg.Inch, vg.Length(len(col))*3*vg.Inch)
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
 }
 
 // classColor is a class's colour in the time series.
 func classColor(c int) color.Color {
 	if c == hi {
-		return color.RGBA{R: 30, G: 100, B: 200, A: 160}
+		return color.NRGBA{R: 30, G: 100, B: 200, A: 160}
 	}
-	return color.RGBA{R: 220, G: 80, B: 20, A: 220}
+	return color.NRGBA{R: 220, G: 80, B: 20, A: 220}
 }
 
 // savePanels draws a grid of plots into one PNG.

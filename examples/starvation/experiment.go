@@ -30,6 +30,7 @@ type Plan struct {
 	// SeriesRho is the ρ_H of the time-series runs (one seed, one slot,
 	// exponential service); 0 skips them.
 	SeriesRho      float64
+	SeriesRhoLo    float64
 	SeriesPolicies []Policy
 }
 
@@ -71,6 +72,11 @@ type Row struct {
 	// of variation of its mean wait over consecutive windows, averaged
 	// over seeds.
 	WindowCV float64 `json:"window_cv"`
+	// BurstCV is burstCV averaged over seeds: how unevenly over time the
+	// policy adds wait to the hi class compared with static priority on
+	// the same arrivals; null for the lo class, for static priority
+	// itself, where the policy adds no wait, or without static runs.
+	BurstCV *float64 `json:"burst_cv"`
 	// Overloaded: ρ_H + ρ_L ≥ 1, so the backlog grows while arrivals go
 	// on and the waits depend on the horizon.
 	Overloaded bool `json:"overloaded"`
@@ -120,6 +126,7 @@ func Execute(env *Env, p Plan, progress func(done, total int)) (*Results, error)
 		res.Series = make([]Series, len(p.SeriesPolicies))
 		for i, pol := range p.SeriesPolicies {
 			w := p.workload(Setup{Slots: 1, Dist: distExp}, p.SeriesRho, 0)
+			w.RhoLo = p.SeriesRhoLo
 			res.Series[i] = Series{Policy: pol, W: w}
 			tasks = append(tasks, task{pol: pol, w: w, ser: &res.Series[i]})
 		}
@@ -128,7 +135,7 @@ func Execute(env *Env, p Plan, progress func(done, total int)) (*Results, error)
 		return nil, err
 	}
 	for i := 0; i < len(stats); i += p.Seeds {
-		res.Rows = append(res.Rows, aggregate(tasks[i], stats[i:i+p.Seeds])...)
+		res.Rows = append(res.Rows, aggregate(tasks[i], stats[i:i+p.Seeds], staticOf(tasks, stats, i, p.Seeds, len(p.Policies)))...)
 	}
 	return res, nil
 }
@@ -179,8 +186,23 @@ func runTasks(env *Env, tasks []task, parallel int, progress func(done, total in
 	return firstErr
 }
 
-// aggregate makes the rows of one (policy, setup, ρ_H) from its seeds.
-func aggregate(t task, seeds [][nClasses]classStats) []Row {
+// staticOf finds the static-priority runs on the same arrivals as the
+// runs starting at task i. Tasks are ordered by setup, ρ_H, policy and
+// seed, so the runs of one setup and ρ_H form a block of policies × seeds
+// tasks, and the arrivals depend only on the setup, ρ_H and seed.
+func staticOf(tasks []task, stats [][nClasses]classStats, i, seeds, policies int) [][nClasses]classStats {
+	block := i - i%(policies*seeds)
+	for j := block; j < block+policies*seeds; j += seeds {
+		if tasks[j].pol.Name == "static" {
+			return stats[j : j+seeds]
+		}
+	}
+	return nil
+}
+
+// aggregate makes the rows of one (policy, setup, ρ_H) from its seeds,
+// given the static-priority runs on the same arrivals (or nil).
+func aggregate(t task, seeds, static [][nClasses]classStats) []Row {
 	w := t.w
 	rows := make([]Row, 0, nClasses)
 	for c := range nClasses {
@@ -188,13 +210,22 @@ func aggregate(t task, seeds [][nClasses]classStats) []Row {
 		r := Row{Policy: t.pol.Name, Slots: w.Slots, Service: w.Dist, RhoHi: w.RhoHi, RhoLo: w.RhoLo,
 			Class: classNames[c], Seeds: len(seeds), Overloaded: !w.stable(),
 			MeanWaitMin: math.Inf(1), P99WaitMin: math.Inf(1)}
-		for _, s := range seeds {
+		burst, paired := 0.0, c == hi && t.pol.Name != "static" && static != nil
+		for k, s := range seeds {
 			st := s[c]
+			if paired {
+				b, ok := burstCV(st.windows, static[k][c].windows)
+				burst += b / float64(len(seeds))
+				paired = ok
+			}
 			pooled = append(pooled, st.waits...)
 			r.MaxWait = math.Max(r.MaxWait, st.Max)
 			r.MeanWaitMin, r.MeanWaitMax = math.Min(r.MeanWaitMin, st.Mean), math.Max(r.MeanWaitMax, st.Mean)
 			r.P99WaitMin, r.P99WaitMax = math.Min(r.P99WaitMin, st.P99), math.Max(r.P99WaitMax, st.P99)
 			r.WindowCV += st.WindowCV / float64(len(seeds))
+		}
+		if paired {
+			r.BurstCV = &burst
 		}
 		all := describe(pooled)
 		r.Jobs, r.MeanWait, r.P99Wait = all.N, all.Mean, all.P99

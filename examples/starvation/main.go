@@ -132,7 +132,9 @@ const checkRhos = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8"
 // parseFlags reads the command line.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("starvation", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print its own message and the usage on a
+	// mistake; run prints one line with the command's prefix instead.
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: starvation [flags]\n\n"+
 			"Runs the priority-starvation experiment on fairly's job scheduler: a table of waits\n"+
@@ -151,11 +153,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	seed := fs.Uint64("seed", 1, "first seed; a run is determined by its seeds")
 	horizon := fs.Float64("horizon", 0, "seconds of arrivals per simulation, at least 200 (default 2000; with -check 200000)")
 	series := fs.Float64("series-rho", 0.9, "ρ_H of the time-series chart, in (0, 1)")
+	seriesLo := fs.Float64("series-rho-lo", 0.05, "ρ_L of the time-series chart, in [0, 1)")
 	parallel := fs.Int("parallel", 4, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
 	check := fs.Bool("check", false, "check static priority against Cobham's formula at full size instead of the sweep")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
@@ -185,6 +190,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, bad("-rho-lo: %v is not in [0, 1)", *rhoLo)
 	}
 	p.RhoLo = *rhoLo
+	if !(*seriesLo >= 0 && *seriesLo < 1) {
+		return nil, bad("-series-rho-lo: %v is not in [0, 1)", *seriesLo)
+	}
 	if *series != 0 && !(*series > 0 && *series < 1) {
 		return nil, bad("-series-rho: %v is not in (0, 1)", *series)
 	}
@@ -234,7 +242,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if *heavy {
 		p.Setups = append(p.Setups, Setup{Slots: 1, Dist: distLognormal})
 	}
-	p.SeriesRho = *series
+	p.SeriesRho, p.SeriesRhoLo = *series, *seriesLo
 	for _, name := range seriesPolicies {
 		if pol, ok := findPolicy(name); ok {
 			p.SeriesPolicies = append(p.SeriesPolicies, pol)

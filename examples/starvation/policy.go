@@ -51,7 +51,7 @@ func twoTiers(p priorities) []jobs.Tier {
 // by something else than priority.
 func oneTier(p priorities) []jobs.Tier { return []jobs.Tier{{Name: "all", Priority: p.hi}} }
 
-func none(int) string      { return "" }
+func none(int) string       { return "" }
 func perClass(c int) string { return classNames[c] }
 
 // smithFactor is a in Smith's rule w/r + a·wait (per millisecond, r in

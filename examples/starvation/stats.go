@@ -6,10 +6,12 @@ import (
 )
 
 // window is the length of the windows over which the oscillation of
-// service is measured, in seconds: long beside a hi job (0.5 s) and the
-// aging threshold (15 s), so that a window's mean is not just noise, and
-// short beside a run, so that a run has many windows.
-const window = 100.0
+// service is measured, in seconds: long beside a hi job (0.5 s), so that
+// a window's mean is not just noise, twice the aging threshold (15 s), so
+// that a burst of aged lo jobs shows in one or two windows rather than
+// being averaged away, and short beside a run, so that a run has dozens
+// of windows.
+const window = 30.0
 
 // classStats summarises the waits of one class in one run.
 type classStats struct {
@@ -17,6 +19,7 @@ type classStats struct {
 	Mean, P99, Max float64
 	WindowCV       float64 // coefficient of variation of the windows' mean waits
 	waits          []float64
+	windows        []float64 // mean wait per window
 }
 
 // summarise computes per-class statistics of one run's jobs.
@@ -30,7 +33,8 @@ func summarise(jobs []served) [nClasses]classStats {
 			}
 		}
 		st[c] = describe(waits)
-		st[c].WindowCV = windowCV(jobs, c)
+		_, st[c].windows = windowMeans(jobs, c)
+		st[c].WindowCV = cv(st[c].windows)
 	}
 	return st
 }
@@ -97,19 +101,39 @@ func windowMeans(jobs []served, class int) (starts, means []float64) {
 	return starts, means
 }
 
-// windowCV is the coefficient of variation (standard deviation over mean)
-// of a class's mean wait over consecutive windows: near zero for smooth
-// service, large when waits come in bursts.
-func windowCV(jobs []served, class int) float64 {
-	_, means := windowMeans(jobs, class)
-	if len(means) < 2 {
+// cv is the coefficient of variation (standard deviation over mean) of
+// xs: for a class's mean wait over consecutive windows, near zero for
+// smooth service, large when waits come in bursts.
+func cv(xs []float64) float64 {
+	if len(xs) < 2 {
 		return 0
 	}
-	m, sd := meanSD(means)
+	m, sd := meanSD(xs)
 	if m == 0 {
 		return 0
 	}
 	return sd / m
+}
+
+// burstCV measures how a policy spreads the delay it adds to a class over
+// time: the coefficient of variation, over windows, of the class's mean
+// wait minus its mean wait under static priority on the same arrivals.
+// The class's own bursts of arrivals, which every policy sees alike,
+// cancel out, and what is left is the policy's doing: large when the
+// extra wait comes in bursts, small when it is spread evenly. It reports
+// false when the windows do not pair up or the policy adds no wait.
+func burstCV(windows, static []float64) (float64, bool) {
+	if len(windows) != len(static) || len(windows) < 2 {
+		return 0, false
+	}
+	d := make([]float64, len(windows))
+	for i := range windows {
+		d[i] = windows[i] - static[i]
+	}
+	if m, _ := meanSD(d); m <= 1e-9 {
+		return 0, false
+	}
+	return cv(d), true
 }
 
 // meanSD is the mean and sample standard deviation of xs.

@@ -13,7 +13,7 @@ func printTable(w io.Writer, res *Results) {
 		fmt.Fprintf(w, "\n%s, ρ_L = %g, %d seeds of %gs (waits in seconds; * overloaded, ρ ≥ 1)\n\n",
 			s, res.Plan.RhoLo, res.Plan.Seeds, res.Plan.Horizon)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "policy\tρ_H\tclass\tjobs\tmean\tp99\tmax\tCobham\terror\twindow CV\t")
+		fmt.Fprintln(tw, "policy\tρ_H\tclass\tjobs\tmean\tp99\tmax\tCobham\terror\twindow CV\tburst CV\t")
 		for _, pol := range res.Plan.Policies {
 			for _, rho := range res.Plan.RhoHi {
 				for _, r := range res.Rows {
@@ -29,8 +29,12 @@ func printTable(w io.Writer, res *Results) {
 						theory = fmt.Sprintf("%.3f", *r.TheoryMeanWait)
 						rel = fmt.Sprintf("%+.1f%%", 100*(r.MeanWait-*r.TheoryMeanWait)/(*r.TheoryMeanWait))
 					}
-					fmt.Fprintf(tw, "%s\t%.2f%s\t%s\t%d\t%.3f\t%.2f\t%.1f\t%s\t%s\t%.2f\t\n",
-						r.Policy, r.RhoHi, mark, r.Class, r.Jobs, r.MeanWait, r.P99Wait, r.MaxWait, theory, rel, r.WindowCV)
+					burst := "-"
+					if r.BurstCV != nil {
+						burst = fmt.Sprintf("%.2f", *r.BurstCV)
+					}
+					fmt.Fprintf(tw, "%s\t%.2f%s\t%s\t%d\t%.3f\t%.2f\t%.1f\t%s\t%s\t%.2f\t%s\t\n",
+						r.Policy, r.RhoHi, mark, r.Class, r.Jobs, r.MeanWait, r.P99Wait, r.MaxWait, theory, rel, r.WindowCV, burst)
 				}
 			}
 		}
