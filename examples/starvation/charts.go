@@ -76,7 +76,7 @@ func drawSweep(res *Results, s Setup, m metric, path string) error {
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
 		for i, pol := range res.Plan.Policies {
-			if err := addPolicy(p, res.find(pol.Name, s, classNames[c]), m, i, len(res.Plan.Policies), pol.Label); err != nil {
+			if err := addPolicy(p, res.find(pol.Name, s, classNames[c]), m, i, len(res.Plan.Policies), pol); err != nil {
 				return err
 			}
 		}
@@ -95,7 +95,7 @@ func drawSweep(res *Results, s Setup, m metric, path string) error {
 // addPolicy draws one policy's line with min–max bars over seeds. The
 // policies' points are shifted a little apart so that the bars do not
 // hide each other.
-func addPolicy(p *plot.Plot, rows []Row, m metric, i, n int, label string) error {
+func addPolicy(p *plot.Plot, rows []Row, m metric, i, n int, pol Policy) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -120,11 +120,12 @@ func addPolicy(p *plot.Plot, rows []Row, m metric, i, n int, label string) error
 	if err != nil {
 		return err
 	}
-	c := plotutil.Color(i)
+	k := policyIndex(pol.Name)
+	c := plotutil.Color(k)
 	line.Color, points.Color, bars.Color = c, c, c
-	points.Shape = plotutil.Shape(i)
+	points.Shape = plotutil.Shape(k)
 	p.Add(line, points, bars)
-	p.Legend.Add(label, line, points)
+	p.Legend.Add(pol.Label, line, points)
 	return nil
 }
 
@@ -204,7 +205,7 @@ func drawSeries(res *Results, path string) error {
 		p.Title.Text = fmt.Sprintf("%s, ρ_H = %g, ρ_L = %g, 1 slot: hi mean %.1fs, lo mean %.1fs, hi window CV %.2f",
 			s.Policy.Label, s.W.RhoHi, s.W.RhoLo, st[hi].Mean, st[lo].Mean, st[hi].WindowCV)
 		p.X.Label.Text = "arrival time (s)"
-		p.Y.Label.Text = "wait (s, log scale)"
+		p.Y.Label.Text = fmt.Sprintf("wait (s, log; < %gs at %g)", seriesFloor, seriesFloor)
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
@@ -223,7 +224,7 @@ func drawSeries(res *Results, path string) error {
 			sc.Radius = vg.Points(1.2)
 			sc.Shape = draw.CircleGlyph{}
 			p.Add(sc)
-			p.Legend.Add(fmt.Sprintf("%s job's wait (%gs shown for less)", classNames[c], seriesFloor), sc)
+			p.Legend.Add(classNames[c]+" job's wait", sc)
 		}
 		starts, means := windowMeans(s.Jobs, hi)
 		if err := addLine(p, starts, means, fmt.Sprintf("hi mean wait per %gs window", window), color.Black); err != nil {
@@ -240,7 +241,7 @@ func drawSeries(res *Results, path string) error {
 		p.Y.Label.Text = "added mean wait (s)"
 		p.Add(plotter.NewGrid())
 		_, base := windowMeans(static, hi)
-		for i, s := range res.Series {
+		for _, s := range res.Series {
 			if s.Policy.Name == "static" {
 				continue
 			}
@@ -256,7 +257,7 @@ func drawSeries(res *Results, path string) error {
 			if b, ok := burstCV(means, base); ok {
 				label += fmt.Sprintf(" (burst CV %.2f)", b)
 			}
-			if err := addLine(p, starts, added, label, plotutil.Color(i)); err != nil {
+			if err := addLine(p, starts, added, label, plotutil.Color(policyIndex(s.Policy.Name))); err != nil {
 				return err
 			}
 		}

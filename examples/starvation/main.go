@@ -151,10 +151,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	heavy := fs.Bool("heavy", true, "also sweep one slot with heavy-tailed (lognormal) service times")
 	seeds := fs.Int("seeds", 3, "seeds per point; the charts show their spread")
 	seed := fs.Uint64("seed", 1, "first seed; a run is determined by its seeds")
-	horizon := fs.Float64("horizon", 0, "seconds of arrivals per simulation, at least 200 (default 2000; with -check 200000)")
+	horizon := fs.Float64("horizon", 0, "seconds of arrivals per simulation, at least 60 (default 1500; with -check 200000)")
 	series := fs.Float64("series-rho", 0.9, "ρ_H of the time-series chart, in (0, 1)")
 	seriesLo := fs.Float64("series-rho-lo", 0.05, "ρ_L of the time-series chart, in [0, 1)")
-	parallel := fs.Int("parallel", 4, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
+	parallel := fs.Int("parallel", 8, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
 	check := fs.Bool("check", false, "check static priority against Cobham's formula at full size instead of the sweep")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	if err := fs.Parse(args); err != nil {
@@ -203,7 +203,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, bad("-parallel: %d is not in 1..256", *parallel)
 	}
 	if *horizon == 0 {
-		*horizon = 2000
+		*horizon = 1500
 		if *check {
 			*horizon = 200_000
 		}

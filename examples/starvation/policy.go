@@ -126,5 +126,16 @@ func findPolicy(name string) (Policy, bool) {
 	return Policy{}, false
 }
 
+// policyIndex is a policy's place in policies, which gives it the same
+// colour and marker in every chart.
+func policyIndex(name string) int {
+	for i, p := range policies {
+		if p.Name == name {
+			return i
+		}
+	}
+	return len(policies)
+}
+
 // seconds converts seconds of the model into a duration.
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
