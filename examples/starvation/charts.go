@@ -136,7 +136,7 @@ func addTheory(p *plot.Plot, res *Results, s Setup, class int) {
 	at := func(rho float64) Workload {
 		return Workload{RhoHi: rho, RhoLo: res.Plan.RhoLo, Dist: s.Dist, Slots: s.Slots}
 	}
-	top := 0.999
+	top := math.Min(0.999, 1-res.Plan.RhoLo) // the hi formula holds up to full load
 	if class == lo {
 		top = 1 - res.Plan.RhoLo - 0.005
 	}

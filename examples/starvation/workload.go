@@ -129,7 +129,8 @@ func (w Workload) stable() bool { return w.RhoHi+w.RhoLo < 1 }
 //	W_k = W0 / ((1 − σ_{k−1})(1 − σ_k)),  W0 = Σ λ_i E[S_i²] / 2,
 //
 // σ_k being the load of the classes 1..k. It reports false where no
-// formula applies: more than one slot, or an unstable class.
+// formula applies: more than one slot, an unstable class, or an
+// overloaded server.
 func (w Workload) Cobham(class int) (float64, bool) {
 	if w.Slots != 1 {
 		return 0, false
@@ -142,7 +143,12 @@ func (w Workload) Cobham(class int) (float64, bool) {
 	if class == lo {
 		above, upto = w.RhoHi, w.RhoHi+w.RhoLo
 	}
-	if upto >= 1 {
+	// W0 counts every class at its arrival rate, so the formula needs the
+	// lo class to be served as fast as it arrives: a total load of at
+	// most one (at exactly one the lo class's wait diverges, but its
+	// throughput still matches). Beyond, the lo backlog keeps the server
+	// always busy and the hi class's wait differs too.
+	if upto >= 1 || w.RhoHi+w.RhoLo > 1+1e-9 {
 		return 0, false
 	}
 	return w0 / ((1 - above) * (1 - upto)), true
