@@ -140,24 +140,39 @@ func Simulate(env *Env, pol Policy, w Workload) ([]served, error) {
 		return nil, fmt.Errorf("%s: %w", pol.Name, err)
 	}
 	m.s = s
-	err = m.run(pol, w.Slots)
-	if err != nil {
-		// Let the blocked bodies finish, so that Close returns.
-		for _, ch := range m.release {
-			if ch != nil {
-				close(ch)
-			}
-		}
-	}
-	_ = s.Close()
-	if err != nil {
+	if err := m.run(pol, w.Slots); err != nil {
+		m.abort()
 		return nil, fmt.Errorf("%s, %v: %w", pol.Name, w, err)
 	}
+	_ = s.Close()
 	first := 0
 	for first < len(arr) && arr[first].At < w.Warmup {
 		first++
 	}
 	return m.out[first:], nil
+}
+
+// abort closes the scheduler after a failed run: every job's body, running
+// or still to be admitted, returns at once, and nobody waits for their
+// starts any more, so Close can run them all.
+func (m *sim) abort() {
+	for _, ch := range m.release {
+		if ch != nil {
+			close(ch)
+		}
+	}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-m.started:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	_ = m.s.Close()
+	close(stop)
 }
 
 // run is the event loop: the next arrival or end of service, whichever

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/jobs"
 )
 
 // newEnv starts a runtime for a test.
@@ -138,6 +140,27 @@ func TestWorkConservation(t *testing.T) {
 		}
 		assert.InEpsilon(t, want, sum, 1e-9, pol.Name)
 	}
+}
+
+// A configuration that leaves a slot idle while jobs wait (here a type
+// capped below the slots) is reported, not waited on forever, and the
+// failed run still shuts its scheduler down.
+func TestStallIsReported(t *testing.T) {
+	env := newEnv(t)
+	static, _ := findPolicy("static")
+	capped := static
+	capped.Name = "capped"
+	capped.config = func(slots int, p priorities) jobs.Config {
+		cfg := static.config(slots, p)
+		for name, tc := range cfg.Types {
+			tc.MaxConcurrency = 1
+			cfg.Types[name] = tc
+		}
+		return cfg
+	}
+	_, err := Simulate(env, capped, Workload{RhoHi: 0.9, RhoLo: 0.05, Dist: distExp, Slots: 2, Horizon: 100, Seed: 1})
+	require.ErrorIs(t, err, errStall)
+	assert.Contains(t, err.Error(), "capped")
 }
 
 // The same seed gives the same run, on two slots and with aging, where
