@@ -2,6 +2,7 @@ package thread_test
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,12 +72,18 @@ func BenchmarkSpawnJoin(b *testing.B) {
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
 			rt, p := benchRT(b, procs)
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
 			for b.Loop() {
 				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, "ns/spawn")
+			goruntime.ReadMemStats(&m1)
+			spawned := float64(b.N) * per
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spawned, "ns/spawn")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/spawned, "allocs/spawn")
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/spawned, "B/spawn")
 		})
 	}
 	b.Run("goroutines", func(b *testing.B) {
@@ -148,10 +155,13 @@ func BenchmarkAwaitResponse(b *testing.B) {
 					lat = append(lat, time.Since(sent))
 				}
 			})
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
 			for b.Loop() {
 				time.Sleep(2 * time.Millisecond)
 				events <- time.Now()
 			}
+			goruntime.ReadMemStats(&m1)
 			close(events)
 			if _, err := resp.Wait(); err != nil {
 				b.Fatal(err)
@@ -165,6 +175,14 @@ func BenchmarkAwaitResponse(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 			}
+			// The collector under fine-grained load: cycles per second and the
+			// longest stop-the-world pause any thread (the echo too) saw.
+			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+			var longest uint64
+			for i := m0.NumGC; i < m1.NumGC && i < m0.NumGC+256; i++ {
+				longest = max(longest, m1.PauseNs[(i+255)%256])
+			}
+			b.ReportMetric(float64(longest)/1e3, "max-gc-pause-µs")
 		})
 	}
 }
