@@ -207,9 +207,27 @@ func (g *gor) passTo(demoted bool) {
 	g.released()
 }
 
-// handOff gives g's token to a spare goroutine of g's class, which runs the
-// scheduling loop from now on; g no longer holds a token afterwards.
-func (g *gor) handOff() { g.passTo(g.demoted) }
+// handOff gives g's token away; g no longer holds a token afterwards. If
+// the worker's next thread is a continuation, its goroutine gets the token
+// at once; else a spare of the class that thread needs carries on the
+// scheduling loop. Going straight to the continuation saves a hop through a
+// spare (an OS thread switch) on every preemption for an urgent thread.
+func (g *gor) handOff() {
+	w := g.w
+	it, depth, ok := w.next()
+	switch {
+	case !ok:
+		g.passTo(g.demoted)
+	case it.g != nil:
+		g.w = nil
+		w.setRunning(int(it.t.rank))
+		it.g.resume(w)
+		g.released()
+	default:
+		w.banks[it.t.rank].Insert(it, depth) // the youngest again: the spare picks it
+		g.passTo(w.rt.demotes(it.t.rank))
+	}
+}
 
 // switchClass makes a goroutine of the other class carry on w's loop, and
 // parks g as a spare (or ends it). It reports whether g holds a token again.

@@ -48,7 +48,7 @@ func (g *gor) checkpoint(t *Task) {
 	w.stats.preemptions.Add(1)
 	w.insert(item{t: t, g: g})
 	g.handOff()
-	g.park()
+	g.park() // handOff may have chosen t itself: then the token is back at once
 	w = g.w
 	w.setRunning(int(t.rank))
 	w.runDepth = t.depth
