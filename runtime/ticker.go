@@ -14,15 +14,15 @@ import "time"
 // the processor time of the stuck goroutine's OS thread over that stretch,
 // which tells a goroutine that computes (a long library call) from one that
 // is blocked (a channel, a mutex) or merely descheduled by the OS:
-//   - computing: its token is revoked (revoke.go) only if somebody waits for
-//     the worker: threads in its banks (modeQueued), inbox or mailboxes, a
-//     request for work, an idle worker that may want its spare threads, or
-//     the end of the worker's round (so that a thread the OS runs slowly, a
+//   - if somebody waits for the worker, its token is revoked (revoke.go):
+//     threads in its banks (modeQueued), inbox or mailboxes, a request for
+//     work, an idle worker that may want its spare threads, or the end of the
+//     worker's round (so that a thread the OS runs slowly or not at all, a
 //     demoted one beside other processes, cannot stretch its round). Waiting work therefore
 //     starts within about (stallTicks+1)×Interrupt, 3 ms by default, of the
 //     worker's last preemption point; threads that arrive from outside
 //     (steer, takeOver) do not wait for the watchdog at all.
-//   - not computing, for a whole round: its token is revoked whatever waits,
+//   - if it has not computed for a whole round, its token is revoked whatever waits,
 //     so that a thread blocked outside Await costs its worker at most a round
 //     and never deadlocks the runtime.
 
@@ -97,15 +97,15 @@ func (tk *ticker) run(rt *Runtime) {
 				now >= w.roundEnd.Load()
 			var v *worker
 			switch {
+			case demand:
+				v = rt.revoke(w, h, maxRank, computing)
 			case !computing && wt.ticks >= roundTicks:
 				v = rt.revoke(w, h, maxRank, false)
-			case computing && demand:
-				v = rt.revoke(w, h, maxRank, true)
-			case !ok && wt.ticks >= roundTicks:
-				v = rt.revoke(w, h, maxRank, false) // no processor time to go by
 			}
 			if v != nil {
-				rt.newGor(h.demoted).start(v)
+				// An ordinary goroutine, so that the OS runs the new holder
+				// promptly; it hands over to a demoted one if need be.
+				rt.newGor(false).start(v)
 			}
 		}
 	}
