@@ -18,17 +18,15 @@ import (
 // as a continuation (item.g != nil); the worker that picks it hands its token
 // to the parked goroutine and becomes a spare itself.
 //
-// Two classes of goroutines. Threads of priorities below the interactive
-// boundary (Runtime.demotes) run on demoted goroutines: each is locked to its
-// OS thread for life and that thread's nice value raised, so that the
-// operating system runs Go's own threads (network poller, timers), the
-// program's other goroutines and fairly's interactive threads first. Linux
-// lets an unprivileged thread raise its nice value but not lower it again,
-// which is why a demoted goroutine never gives its thread back. Interactive
-// threads run on ordinary goroutines, locked to their thread only while they
-// hold a token (so that the watchdog can read its processor time). A thread
-// stays on the goroutine it started on, so it keeps its class; the loop
-// hands its token to a spare of the right class before starting a thread.
+// Goroutines that hold a token are locked to their OS thread while they
+// hold it, so that the watchdog can read the thread's processor time and
+// demote it (revoke.go); they unlock when they give the token away, so a
+// blocked thread costs no OS thread. The one exception is a *sunk*
+// goroutine: detached from its worker while it ran a thread below the
+// interactive priority, its OS thread was demoted, and since Linux lets an
+// unprivileged thread raise its nice value but never lower it again, it
+// keeps that thread for life and ends (taking the thread with it) once its
+// own thread is done.
 //
 // The token protocol (who may touch a worker's owner state) is in revoke.go.
 
@@ -53,15 +51,17 @@ type gor struct {
 	tid atomic.Int32
 	// detBusy says a revocation counted g as computing (see revoke.go).
 	detBusy atomic.Bool
+	// sunk says a revoker demoted g's OS thread (set before the revocation's
+	// swap, see revoke.go): g keeps the thread locked for life.
+	sunk atomic.Bool
 	// count counts preemption points down to the next clock read.
-	count   int
-	demoted bool // a demoted goroutine: locked to its demoted OS thread for life
-	locked  bool // locked to its OS thread now
+	count  int
+	locked bool // locked to its OS thread now
 }
 
-func (rt *Runtime) newGor(demoted bool) *gor {
+func (rt *Runtime) newGor() *gor {
 	rt.gors.Add(1)
-	return &gor{rt: rt, wake: make(chan struct{}, 1), demoted: demoted && rt.demote}
+	return &gor{rt: rt, wake: make(chan struct{}, 1)}
 }
 
 // start runs g's main on a new goroutine, holding w's token if w is not nil.
@@ -77,12 +77,7 @@ func (g *gor) start(w *worker) {
 // token; a spare parks first until it is handed one.
 func (g *gor) main() {
 	defer g.rt.gors.Done()
-	if g.demoted {
-		goruntime.LockOSThread() // for life: the thread is demoted below
-		g.lockedTo(gettid())
-		demoteThread(g.rt.nice)
-		defer g.lockedTo(0)
-	}
+	defer g.lockedTo(0) // a sunk goroutine ends locked: its thread ends with it
 	goexit := true
 	defer func() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
@@ -107,10 +102,10 @@ func (g *gor) acquired() {
 	g.lockedTo(gettid())
 }
 
-// released is called by g once it gave its token away: an ordinary goroutine
-// returns its thread to Go's pool; a demoted one keeps it.
+// released is called by g once it gave its token away: it returns its
+// thread to Go's pool, unless the thread was demoted.
 func (g *gor) released() {
-	if !g.locked || g.demoted {
+	if !g.locked || g.sunk.Load() {
 		return
 	}
 	g.lockedTo(0)
@@ -162,85 +157,61 @@ func (g *gor) resume(w *worker) {
 	g.wake <- struct{}{}
 }
 
-// spare takes a parked spare goroutine of the given class from w, or makes
-// a new one, to hand w's token to.
-func (w *worker) spare(demoted bool) *gor {
-	c := w.classOf(demoted)
-	if n := len(w.spares[c]); n > 0 {
-		sp := w.spares[c][n-1]
-		w.spares[c][n-1] = nil
-		w.spares[c] = w.spares[c][:n-1]
+// spare takes a parked spare goroutine from w, if there is one.
+func (w *worker) spare() *gor {
+	if n := len(w.spares); n > 0 {
+		sp := w.spares[n-1]
+		w.spares[n-1] = nil
+		w.spares = w.spares[:n-1]
 		return sp
 	}
 	return nil
 }
 
 // keepSpare puts g, which is about to park, among w's spares; false if the
-// list is full and g should exit instead.
+// list is full (or g is sunk) and g should end instead.
 func (w *worker) keepSpare(g *gor) bool {
-	c := w.classOf(g.demoted)
-	if len(w.spares[c]) >= maxSpares {
+	if len(w.spares) >= maxSpares || g.sunk.Load() {
 		return false
 	}
-	w.spares[c] = append(w.spares[c], g)
+	w.spares = append(w.spares, g)
 	return true
 }
 
-func (w *worker) classOf(demoted bool) int {
-	if demoted {
-		return 1
-	}
-	return 0
-}
-
-// passTo hands g's token to a goroutine of the given class: a spare, or a
-// new one. g holds no token afterwards.
-func (g *gor) passTo(demoted bool) {
+// passTo hands g's token to a spare goroutine, or a new one, which runs the
+// scheduling loop from now on. g holds no token afterwards.
+func (g *gor) passTo() {
 	w := g.w
 	g.w = nil
 	w.setRunning(rankLoop)
-	if sp := w.spare(demoted); sp != nil {
+	if sp := w.spare(); sp != nil {
 		sp.resume(w)
 	} else {
-		g.rt.newGor(demoted).start(w)
+		g.rt.newGor().start(w)
 	}
 	g.released()
 }
 
 // handOff gives g's token away; g no longer holds a token afterwards. If
 // the worker's next thread is a continuation, its goroutine gets the token
-// at once; else a spare of the class that thread needs carries on the
-// scheduling loop. Going straight to the continuation saves a hop through a
-// spare (an OS thread switch) on every preemption for an urgent thread.
+// at once; else a spare carries on the scheduling loop. Going straight to
+// the continuation saves a hop through a spare on every preemption for an
+// urgent thread.
 func (g *gor) handOff() {
 	w := g.w
 	it, depth, ok := w.next()
 	switch {
-	case !ok:
-		g.passTo(g.demoted)
-	case it.g != nil:
+	case ok && it.g != nil:
 		g.w = nil
 		w.setRunning(int(it.t.rank))
 		it.g.resume(w)
 		g.released()
-	default:
+	case ok:
 		w.banks[it.t.rank].Insert(it, depth) // the youngest again: the spare picks it
-		g.passTo(w.rt.demotes(it.t.rank))
+		fallthrough
+	default:
+		g.passTo()
 	}
-}
-
-// switchClass makes a goroutine of the other class carry on w's loop, and
-// parks g as a spare (or ends it). It reports whether g holds a token again.
-func (g *gor) switchClass() bool {
-	w := g.w
-	keep := w.keepSpare(g)
-	g.passTo(!g.demoted)
-	if !keep {
-		g.w = nil
-		return false
-	}
-	g.park()
-	return g.w != nil
 }
 
 // suspend takes the running thread t off its processor: its goroutine hands
@@ -264,8 +235,8 @@ func (g *gor) rejoin(t *Task) {
 	g.rt.suspended.Add(-1)
 }
 
-// waitFor parks the running thread t until child, which runs elsewhere or
-// must run on a goroutine of another class, finishes; the finishing worker
+// waitFor parks the running thread t until child, which runs elsewhere (or
+// must not run inline on a sunk goroutine), finishes; the finishing worker
 // queues t again. The token is handed on before t registers, so that nobody
 // can resume t while it still holds it.
 func (g *gor) waitFor(t, child *Task) {

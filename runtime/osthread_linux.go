@@ -15,12 +15,14 @@ func gettid() int32 { return int32(syscall.Gettid()) }
 // canDemote says demoteThread works here.
 const canDemote = true
 
-// demoteThread raises the nice value of the calling OS thread (on Linux the
-// nice value is per thread). Raising needs no privilege; lowering it again
-// does, so a demoted thread stays demoted for life and its goroutine keeps
-// it locked until it exits (see osthread.go).
-func demoteThread(nice int) bool {
-	return syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice) == nil
+// demoteThreadID raises the nice value of OS thread tid of this process (on
+// Linux the nice value is per thread). Raising needs no privilege; lowering
+// it again does, so a demoted thread stays demoted for life and its
+// goroutine keeps it locked until it ends (see goroutines.go).
+func demoteThreadID(tid int32, nice int) {
+	if tid != 0 {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, int(tid), nice)
+	}
 }
 
 // threadCPU is the processor time thread tid has used, in ns, and whether

@@ -11,8 +11,8 @@ func gettid() int32 { return 0 }
 
 const canDemote = false
 
-// demoteThread is not available: every thread keeps its OS priority.
-func demoteThread(int) bool { return false }
+// demoteThreadID is not available: every thread keeps its OS priority.
+func demoteThreadID(int32, int) {}
 
 // threadCPU is unknown: the watchdog then judges stalls by time alone.
 func threadCPU(int32) (int64, bool) { return 0, false }

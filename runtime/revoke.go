@@ -120,8 +120,16 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		return nil
 	}
 	w.detMu.Lock()
-	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop
+	run := w.running.Load()
+	refused := busy && w.detBusy > 0 && run <= w.detTop
 	h.detBusy.Store(busy) // read by h only after the swap below succeeded
+	sink := !refused && busy && rt.demotes(run)
+	if sink {
+		// Before the swap: once revoked, h must find sunk set and keep its
+		// thread locked for life, for the thread is demoted below. (If the
+		// swap fails, h merely keeps an undemoted thread until it ends.)
+		h.sunk.Store(true)
+	}
 	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
 	w.detMu.Unlock()
 	if !won {
@@ -145,6 +153,11 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		v.detTop = max(v.detTop, v.running.Load())
 	}
 	v.detMu.Unlock()
+	if sink {
+		// h is locked to thread tid while it runs thread code (acquired)
+		// and, sunk, stays locked: the demotion cannot reach another goroutine.
+		demoteThreadID(h.tid.Load(), rt.nice)
+	}
 	v.stats.rescues.Add(1)
 	rt.suspended.Add(1)
 	v.attn.Store(1)

@@ -67,13 +67,12 @@ type Config struct {
 	// higher-priority threads run on workers whose primary priority they are,
 	// or by donation.
 	NoPromptBorrowing bool
-	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to 2×Procs+1 (Procs+1
-	// without demotion). The free P is what lets timers, the network poller
-	// and Await-ed calls wake up promptly while every worker computes;
-	// without it they can wait for Go's own 10 ms preemption. With demotion,
-	// one more P per worker runs a thread whose worker carries on without it
-	// (a long library call, see docs/design.md) and the collector's workers,
-	// while the OS gives the processors to the interactive threads first.
+	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to 2×Procs+1. The
+	// free P is what lets timers, the network poller and Await-ed calls wake
+	// up promptly while every worker computes; without it they can wait for
+	// Go's own 10 ms preemption. One more P per worker runs a thread whose
+	// worker carried on without it (a long library call, see docs/design.md)
+	// or the collector's workers.
 	KeepGOMAXPROCS bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an
@@ -81,18 +80,20 @@ type Config struct {
 	IndependentRounds bool
 	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
 	Seed uint64
-	// Interactive is the lowest priority whose threads run at the operating
-	// system's normal priority. Threads of lower priorities run on OS threads
-	// whose nice value is raised by DemoteNice, so that the OS serves Go's
-	// network poller and timers, the program's other goroutines and the
-	// interactive threads before them (see docs/design.md). The zero value
-	// means the highest priority with a share in the criterion.
+	// Interactive is the lowest priority whose threads keep the operating
+	// system's normal priority when they run code that never reaches a
+	// preemption point. A thread of a lower priority that does (a long
+	// library call) is taken off its worker (see docs/design.md) and its OS
+	// thread's nice value raised by DemoteNice, so that the OS runs Go's
+	// network poller and timers, the program's other goroutines and fairly's
+	// workers first. The zero value means the highest priority with a share
+	// in the criterion.
 	Interactive fairness.Priority
-	// DemoteNice is the nice value added to the OS threads of demoted threads
-	// (default 19, at most 19). Without privileges a thread cannot lower its
-	// nice value again, so each demoted goroutine keeps its OS thread.
+	// DemoteNice is the nice value given to those threads (default 19, at
+	// most 19). Without privileges a thread cannot lower its nice value
+	// again, so such a thread keeps its OS thread until it ends.
 	DemoteNice int
-	// NoDemotion runs every thread at the process's OS priority.
+	// NoDemotion leaves every thread at the process's OS priority.
 	NoDemotion bool
 }
 
@@ -199,14 +200,11 @@ func New(cfg Config) (*Runtime, error) {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
 	}
 	if !cfg.KeepGOMAXPROCS {
-		rt.reserved = procs
-		if rt.demote {
-			rt.reserved = 2 * procs
-		}
+		rt.reserved = 2 * procs
 		reserveP(rt.reserved)
 	}
 	for _, w := range rt.workers {
-		rt.newGor(true).start(w)
+		rt.newGor().start(w)
 	}
 	rt.ticker = startTicker(rt)
 	return rt, nil
@@ -263,7 +261,8 @@ func (rt *Runtime) setBoundary(c *fairness.Criterion) {
 	rt.boundary.Store(int32(b))
 }
 
-// demotes reports whether threads of rank r run on demoted goroutines.
+// demotes reports whether a thread of rank r that is taken off its worker
+// gets a demoted OS thread.
 func (rt *Runtime) demotes(r int32) bool { return rt.demote && r < rt.boundary.Load() }
 
 // Rank gives the scheduling rank of p (0 is the lowest) or an error for a

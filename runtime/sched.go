@@ -26,7 +26,11 @@ func (g *gor) loop() {
 			return
 		}
 		g.poll()
-		it, depth, ok := w.next()
+		if g.sunk.Load() {
+			g.passTo() // its thread is done: the demoted OS thread ends with it
+			return
+		}
+		it, _, ok := w.next()
 		if !ok {
 			w.idle(g)
 			if g.w != nil {
@@ -45,15 +49,6 @@ func (g *gor) loop() {
 			}
 			it.g.resume(w)
 			g.park()
-			continue
-		}
-		if g.demoted != w.rt.demotes(it.t.rank) {
-			// The thread must start on a goroutine of the other class: put it
-			// back (it is the youngest again) and let one of those pick it.
-			w.banks[it.t.rank].Insert(it, depth)
-			if !g.switchClass() {
-				return
-			}
 			continue
 		}
 		if !it.t.claim() {
@@ -422,12 +417,10 @@ func (w *worker) hasWork() bool {
 // shutdown releases the worker's spare goroutines; the runtime is stopping.
 func (w *worker) shutdown() {
 	w.setRunning(rankLoop)
-	for c := range w.spares {
-		for _, sp := range w.spares[c] {
-			sp.resume(nil)
-		}
-		w.spares[c] = nil
+	for _, sp := range w.spares {
+		sp.resume(nil)
 	}
+	w.spares = nil
 }
 
 // steer hands a thread from outside the workers (a submission, or a thread
@@ -467,7 +460,7 @@ func (rt *Runtime) steer(it item) {
 	best.give(it)
 	if bestScore < -5000 {
 		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {
-			rt.newGor(rt.demotes(r)).start(v)
+			rt.newGor().start(v)
 		}
 	}
 }

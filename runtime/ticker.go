@@ -103,9 +103,7 @@ func (tk *ticker) run(rt *Runtime) {
 				v = rt.revoke(w, h, maxRank, false)
 			}
 			if v != nil {
-				// An ordinary goroutine, so that the OS runs the new holder
-				// promptly; it hands over to a demoted one if need be.
-				rt.newGor(false).start(v)
+				rt.newGor().start(v)
 			}
 		}
 	}

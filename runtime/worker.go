@@ -69,7 +69,7 @@ type worker struct {
 	sampler   *fairness.Sampler
 	lends     []bool // rank r has a share, so it may borrow (see choose)
 	rng       uint64
-	spares    [2][]*gor // parked goroutines, ordinary and demoted
+	spares    []*gor // parked goroutines ready to carry on the loop
 
 	stats workerStats
 }
