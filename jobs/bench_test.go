@@ -34,7 +34,7 @@ func newBenchCore(b *testing.B, n, slots int) *benchCore {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc.c = newCore(s, newMetrics())
+	bc.c = newCore(s)
 	for i := range n {
 		bc.add(i, tid{benchTypes[i%len(benchTypes)], "job" + itoa(i)})
 	}
@@ -42,8 +42,8 @@ func newBenchCore(b *testing.B, n, slots int) *benchCore {
 }
 
 func (bc *benchCore) add(i int, id tid) {
-	e := &entry{tid: id, typ: bc.c.types[id.typ], weight: 1 + float64(i%3)}
-	bc.c.enqueue(e, "g"+itoa(i%20), "k"+itoa(i%(bc.n/10)), bc.now)
+	e := &entry{tid: id, typ: bc.c.types[id.typ], weight: 1 + float64(i%3), keyName: "k" + itoa(i%(bc.n/10)), grpName: "g" + itoa(i%20)}
+	bc.c.enqueue(e, bc.now)
 }
 
 // BenchmarkAdmit measures admission alone: each iteration admits a batch

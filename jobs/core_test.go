@@ -31,13 +31,13 @@ func wfqConfig() Config {
 func TestAllocateDocumentExample(t *testing.T) {
 	// 16 slots; A weight 3 cap 12; B weight 1 min 2 cap 6.
 	var a allocator
-	alloc, _ := a.allocate(16, []share{{weight: 3, limit: 12}, {weight: 1, min: 2, limit: 6}})
+	alloc, _, _ := a.allocate(16, []share{{weight: 3, limit: 12}, {weight: 1, min: 2, limit: 6}})
 	assert.Equal(t, []int{10, 6}, alloc)
 	// B has only 3 pending: A is held at its cap, one slot stays idle.
-	alloc, _ = a.allocate(16, []share{{weight: 3, limit: 12}, {weight: 1, min: 2, limit: 3}})
+	alloc, _, _ = a.allocate(16, []share{{weight: 3, limit: 12}, {weight: 1, min: 2, limit: 3}})
 	assert.Equal(t, []int{12, 3}, alloc)
 	// Nothing to do, nothing allocated.
-	alloc, _ = a.allocate(4, []share{{weight: 1, min: 2, limit: 0}})
+	alloc, _, _ = a.allocate(4, []share{{weight: 1, min: 2, limit: 0}})
 	assert.Equal(t, []int{0}, alloc)
 }
 
@@ -83,8 +83,9 @@ func TestGroupAllocationExampleAdmits(t *testing.T) {
 
 func TestSmithWorkedExample(t *testing.T) {
 	cfg := Config{
-		Slots: 1,
-		Tiers: []Tier{{Name: "t"}},
+		Slots:       1,
+		SmithFactor: DefaultSmithFactor,
+		Tiers:       []Tier{{Name: "t"}},
 		Types: map[JobType]TypeConfig{
 			"blocker": {DefaultCost: sec, Tier: "t"},
 			"A":       {DefaultCost: 100 * time.Millisecond, Tier: "t"},
@@ -120,7 +121,7 @@ func TestSmithBeatsFIFO(t *testing.T) {
 		types[name] = TypeConfig{DefaultCost: d, Tier: "t"}
 		jobs = append(jobs, job{name, float64(1 + rng.IntN(5)), d})
 	}
-	sm := newSim(t, Config{Slots: 1, Tiers: []Tier{{Name: "t"}}, Types: types})
+	sm := newSim(t, Config{Slots: 1, SmithFactor: DefaultSmithFactor, Tiers: []Tier{{Name: "t"}}, Types: types})
 	sm.add("blocker", "x", "", "", 1, time.Millisecond)
 	sm.dispatch()
 	weight := map[*entry]float64{}
@@ -370,7 +371,7 @@ func TestAgingSnapshotAndEvents(t *testing.T) {
 		}
 	}
 	assert.Contains(t, kinds, EventAged)
-	assert.Equal(t, 2.0, counterValue(t, sm.c.m.promotions))
+	assert.Equal(t, uint64(2), sm.c.stats.promotions)
 }
 
 func TestUrgentBypassesGroupAllocation(t *testing.T) {
@@ -429,9 +430,8 @@ func TestReturningKeyStartsAtVirtualTime(t *testing.T) {
 	for range 3 {
 		sm.advance(sec)
 	}
-	v := sm.c.keys["busy"].vt
 	late := sm.add("j", "late", "late", "", 1, sec)
-	assert.Equal(t, v, late.key.vt, "a new key starts at the current minimum")
+	assert.Equal(t, sm.c.vnow, late.key.vt, "a new key starts at the system virtual time")
 	sm.advance(sec)
 	sm.advance(sec)
 	assert.Greater(t, sm.at(late), 0.0)
@@ -446,7 +446,7 @@ func TestTTLForgetsIdleKeysAndEstimates(t *testing.T) {
 	require.Contains(t, sm.c.keys, "client")
 	js := sm.c.jobs[tid{"j", "x"}]
 	require.NotNil(t, js)
-	assert.InDelta(t, 0.3*2+0.7*1, js.est, 1e-9, "EMA of the wall time")
+	assert.InDelta(t, 2, js.est, 1e-9, "the first run replaces the default")
 	sm.advance(30 * sec)
 	assert.Contains(t, sm.c.keys, "client", "not idle for a TTL yet")
 	sm.advance(40 * sec)

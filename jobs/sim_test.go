@@ -27,7 +27,7 @@ func newSim(t *testing.T, cfg Config) *sim {
 	cfg.Clock = func() time.Time { return sm.now }
 	s, err := validate(cfg)
 	require.NoError(t, err)
-	sm.c = newCore(s, newMetrics())
+	sm.c = newCore(s)
 	return sm
 }
 
@@ -36,9 +36,9 @@ func (sm *sim) add(typ JobType, id, key, grp string, w float64, dur time.Duratio
 	sm.t.Helper()
 	ts, ok := sm.c.types[typ]
 	require.True(sm.t, ok, typ)
-	e := &entry{tid: tid{typ, id}, typ: ts, weight: w}
+	e := &entry{tid: tid{typ, id}, typ: ts, weight: w, keyName: key, grpName: grp}
 	sm.durs[e] = dur
-	sm.c.enqueue(e, grp, key, sm.now)
+	sm.c.enqueue(e, sm.now)
 	return e
 }
 
