@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -76,4 +77,22 @@ func (sm *sim) at(e *entry) float64 {
 		return -1
 	}
 	return st.Sub(epoch).Seconds()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// admissions renders the admission log as "t: id id …" lines, one per
+// second that admitted something.
+func (sm *sim) admissions() []string {
+	var out []string
+	last := -1.0
+	for _, e := range sm.started {
+		at := sm.at(e)
+		if at != last {
+			out = append(out, itoa(int(at))+":")
+			last = at
+		}
+		out[len(out)-1] += " " + e.tid.id
+	}
+	return out
 }
