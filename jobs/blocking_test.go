@@ -75,3 +75,23 @@ func TestDivertedJobPassesItsUnitOn(t *testing.T) {
 	}
 	assert.Equal(t, 20.0, sm.at(held), "repo1 runs once the clone is done")
 }
+
+// Point 1: when a type's cap frees, the best job waiting for it in the
+// fair order starts, not the one set aside first: a light client goes
+// before a heavy client's backlog.
+func TestBlockedJobsComeBackInFairOrder(t *testing.T) {
+	sm := newSim(t, Config{Slots: 4, Tiers: []Tier{{Name: "t"}},
+		Types: map[JobType]TypeConfig{"x": {DefaultCost: sec, MaxConcurrency: 1, Tier: "t"}}})
+	var heavy []*entry
+	for i := range 10 {
+		heavy = append(heavy, sm.add("x", "h"+itoa(i), "heavy", "", 1, sec))
+	}
+	sm.dispatch()
+	sm.now = sm.now.Add(sec / 2)
+	light := sm.add("x", "l", "light", "", 1, sec)
+	sm.dispatch()
+	sm.advance(sec / 2)
+	require.Len(t, sm.started, 2)
+	assert.Same(t, heavy[0], sm.started[0])
+	assert.Same(t, light, sm.started[1], "the light client's job was set aside last but goes first")
+}

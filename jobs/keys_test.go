@@ -1,9 +1,12 @@
 package jobs
 
 import (
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReturningKeyStartsAtVirtualTime(t *testing.T) {
@@ -20,4 +23,72 @@ func TestReturningKeyStartsAtVirtualTime(t *testing.T) {
 	sm.advance(sec)
 	sm.advance(sec)
 	assert.Greater(t, sm.at(late), 0.0)
+}
+
+// Point 2: two clients alternating serial jobs split the slot evenly. A
+// client whose job just ended resubmits at once; it returns with its own
+// finish tag, not the other client's, so it cannot jump the queue.
+func TestAlternatingSerialClientsSplitEvenly(t *testing.T) {
+	sm := newSim(t, oneType(1))
+	out := map[string]*entry{}
+	count := map[string]int{}
+	submit := func(key string) { out[key] = sm.add("j", key+itoa(len(sm.started)), key, "", 1, sec) }
+	submit("a")
+	submit("b")
+	sm.dispatch()
+	for range 1000 {
+		sm.now = sm.now.Add(sec)
+		for e, end := range sm.ends {
+			if !end.After(sm.now) {
+				delete(sm.ends, e)
+				sm.c.complete(e, sec, sm.now)
+				count[e.keyName]++
+				submit(e.keyName) // before the next admission decision
+			}
+		}
+		sm.dispatch()
+	}
+	assert.InDelta(t, 500, count["a"], 1, count)
+	assert.InDelta(t, 500, count["b"], 1, count)
+}
+
+// The lag bound: at every admission the key's start tag is at least
+// V − MaxLag/weight, and a key that returns starts no earlier than V,
+// under random blocking, tiers and idle periods.
+func TestLagBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cfg := wfqConfig()
+	cfg.KeyWeights = map[string]float64{"k1": 2, "k2": 0.5}
+	sm := newSim(t, cfg)
+	types := []JobType{"sync-clone", "repack", "pull"}
+	for step := range 3000 {
+		for range rng.IntN(3) {
+			key := "k" + itoa(rng.IntN(6))
+			idle := sm.c.keys[key] == nil || sm.c.keys[key].idle()
+			e := sm.add(types[rng.IntN(3)], "id"+itoa(rng.IntN(20))+"-"+itoa(step), key, "", 1,
+				time.Duration(1+rng.IntN(20))*sec)
+			if idle {
+				require.GreaterOrEqual(t, e.key.vt, sm.c.vnow, "a returning key starts at V")
+			}
+		}
+		sm.now = sm.now.Add(sec)
+		for e, end := range sm.ends {
+			if !end.After(sm.now) {
+				delete(sm.ends, e)
+				sm.c.complete(e, end.Sub(e.start), sm.now)
+			}
+		}
+		sm.c.prepare(sm.now)
+		for {
+			v := sm.c.vnow
+			e := sm.c.next(sm.now)
+			if e == nil {
+				break
+			}
+			require.GreaterOrEqual(t, e.startTag, v-sm.c.maxLag/e.key.weight-1e-9, "lag of key %s", e.keyName)
+			sm.ends[e] = sm.now.Add(sm.durs[e])
+			sm.started = append(sm.started, e)
+		}
+	}
+	assert.Greater(t, len(sm.started), 1000)
 }
