@@ -127,7 +127,7 @@ func (c *core) admit(e *entry, now time.Time) {
 	e.st = running
 	e.start = now
 	if e.timerIdx >= 0 {
-		c.timers.remove(e.timerIdx)
+		c.timers.remove(int(e.timerIdx))
 	}
 	c.stats.pendingTier[e.eff]--
 	e.js.pending, e.js.running = nil, e

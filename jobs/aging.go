@@ -62,7 +62,7 @@ func (c *core) age(e *entry, now time.Time) bool {
 	}
 	e.eff, e.urgent = eff, urgent
 	if e.timerIdx >= 0 {
-		c.timers.remove(e.timerIdx)
+		c.timers.remove(int(e.timerIdx))
 	}
 	if a.Interval > 0 && !urgent && (eff < c.s.ceiling || a.Urgent > 0) {
 		if next.IsZero() {

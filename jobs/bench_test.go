@@ -42,8 +42,8 @@ func newBenchCore(b *testing.B, n, slots int) *benchCore {
 }
 
 func (bc *benchCore) add(i int, id tid) {
-	e := &entry{tid: id, typ: bc.c.types[id.typ], weight: 1 + float64(i%3), keyName: "k" + itoa(i%(bc.n/10)), grpName: "g" + itoa(i%20)}
-	bc.c.enqueue(e, bc.now)
+	e := &entry{tid: id, typ: bc.c.types[id.typ], weight: 1 + float64(i%3)}
+	bc.c.enqueue(e, "k"+itoa(i%(bc.n/10)), "g"+itoa(i%20), bc.now)
 }
 
 // BenchmarkAdmit measures admission alone: each iteration admits a batch

@@ -103,40 +103,41 @@ func newCore(s *settings) *core {
 			return a.urgentAt.Before(b.urgentAt)
 		}
 		return a.seq < b.seq
-	}, func(e *entry, i int) { e.urgIdx = i })
+	}, func(e *entry, i int) { e.urgIdx = int32(i) })
 	c.timers = newIndexed(func(a, b *entry) bool { return a.nextAge.Before(b.nextAge) },
-		func(e *entry, i int) { e.timerIdx = i })
-	c.delays = newIndexed(func(a, b *entry) bool { return a.readyAt.Before(b.readyAt) },
-		func(e *entry, i int) { e.delayIdx = i })
+		func(e *entry, i int) { e.timerIdx = int32(i) })
+	c.delays = newIndexed(func(a, b *entry) bool { return a.nextAge.Before(b.nextAge) },
+		func(e *entry, i int) { e.timerIdx = int32(i) })
 	c.starts = newIndexed(func(a, b *entry) bool {
 		if a.startTag != b.startTag {
 			return a.startTag < b.startTag
 		}
 		return a.seq < b.seq
-	}, func(e *entry, i int) { e.startIdx = i })
+	}, func(e *entry, i int) { e.startIdx = int32(i) })
 	return c
 }
 
 // ms is t in milliseconds since the scheduler started.
 func (c *core) ms(t time.Time) float64 { return float64(t.Sub(c.epoch)) / float64(time.Millisecond) }
 
-// enqueue adds a job that has its tid, typ, weight, keyName and grpName
-// set. A retried job keeps its submission time.
-func (c *core) enqueue(e *entry, now time.Time) {
+// enqueue adds a job that has its tid, typ and weight set, under the
+// named key and group. A retried job keeps its submission time.
+func (c *core) enqueue(e *entry, key, grp string, now time.Time) {
 	c.seq++
 	e.seq = c.seq
-	e.grp = c.group(e.grpName)
-	e.key = c.key(e.keyName, now)
+	e.grp = c.group(grp)
+	e.key = c.key(key, now)
 	if e.submitted.IsZero() {
 		e.submitted = now
 		e.pausedBase = e.grp.pausedFor(now)
 	}
-	e.js = c.job(e.tid)
-	e.r = max(c.estimateOf(e, now)*1000, minEstimateMs)
-	e.smith = e.weight/e.r - c.s.SmithFactor*c.ms(e.submitted)
+	if e.js == nil {
+		e.js = c.job(e.tid)
+	}
+	e.smith = e.weight/c.estimateMs(e, now) - c.s.SmithFactor*c.ms(e.submitted)
 	e.base = e.typ.tier
 	e.eff, e.urgent, e.reason = e.base, false, ""
-	e.idx, e.timerIdx, e.urgIdx, e.delayIdx, e.startIdx = -1, -1, -1, -1, -1
+	e.idx, e.timerIdx, e.urgIdx, e.startIdx = -1, -1, -1, -1
 	e.js.pending = e
 	c.nPending++
 	e.key.pending++
@@ -174,7 +175,7 @@ func (c *core) complete(e *entry, actual time.Duration, now time.Time) {
 	}
 	c.setDemand(e.grp, 0, -1)
 	c.release(e.grp)
-	c.starts.remove(e.startIdx)
+	c.starts.remove(int(e.startIdx))
 	c.advance()
 	k := e.key
 	k.running--
@@ -189,14 +190,14 @@ func (c *core) complete(e *entry, actual time.Duration, now time.Time) {
 func (c *core) remove(e *entry) {
 	e.js.pending = nil
 	if e.st == delayed {
-		c.delays.remove(e.delayIdx)
+		c.delays.remove(int(e.timerIdx))
 		c.nDelayed--
 		e.st = finished
 		return
 	}
 	c.unplace(e)
 	if e.timerIdx >= 0 {
-		c.timers.remove(e.timerIdx)
+		c.timers.remove(int(e.timerIdx))
 	}
 	e.st = finished // a parked copy is dropped when its lot is released
 	c.stats.pendingTier[e.eff]--
@@ -250,7 +251,7 @@ func (c *core) wake() time.Time {
 		earliest(c.timers.top().nextAge)
 	}
 	if c.delays.len() > 0 {
-		earliest(c.delays.top().readyAt)
+		earliest(c.delays.top().nextAge)
 	}
 	if len(c.keys)+len(c.jobs) > 0 {
 		earliest(c.nextSweep)

@@ -33,6 +33,11 @@ func (c *core) estimateOf(e *entry, now time.Time) float64 {
 	return e.typ.cfg.DefaultCost.Seconds()
 }
 
+// estimateMs is estimateOf in milliseconds, kept above zero for w/r.
+func (c *core) estimateMs(e *entry, now time.Time) float64 {
+	return max(c.estimateOf(e, now)*1000, minEstimateMs)
+}
+
 // learn records that a run of js took secs.
 func (c *core) learn(js *jobState, secs float64, now time.Time) {
 	if js.known {

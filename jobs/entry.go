@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,16 +26,13 @@ const (
 
 // entry is one job from submission to completion, retries included.
 type entry struct {
-	seq     uint64
-	tid     tid
-	js      *jobState
-	typ     *typeState
-	keyName string
-	grpName string
-	key     *fkey
-	grp     *group
-	weight  float64 // w of Smith's rule
-	r       float64 // cost estimate in ms when enqueued
+	seq    uint64
+	tid    tid
+	js     *jobState
+	typ    *typeState
+	key    *fkey
+	grp    *group
+	weight float64 // w of Smith's rule
 	// smith orders jobs of a key under Smith's rule: w/r + a·(now−sub) =
 	// smith + a·now, and a·now is the same for every job, so the order
 	// never changes while they wait.
@@ -49,16 +47,18 @@ type entry struct {
 	eff        int
 	urgent     bool
 	urgentAt   time.Time
-	nextAge    time.Time
-	readyAt    time.Time // end of a retry backoff
-	st         state
-	reason     string // why it is parked
-	node       *keyNode
-	idx        int // in node.jobs
-	timerIdx   int
-	urgIdx     int
-	delayIdx   int
-	startIdx   int
+	// nextAge is the next aging step, or the end of the retry backoff
+	// while delayed (an entry is in at most one of those two heaps, so
+	// they share it and timerIdx).
+	nextAge  time.Time
+	reason   string // why it is parked
+	node     *keyNode
+	idx      int32 // in node.jobs
+	timerIdx int32 // in core.timers or core.delays
+	urgIdx   int32
+	startIdx int32
+	st       state
+	body     atomic.Bool // the body started (tells a refused launch apart)
 
 	// Set at admission.
 	charged  float64 // seconds charged to the key
@@ -69,17 +69,15 @@ type entry struct {
 	run      Func
 	retry    Retry
 	attempts int
-	ctx      context.Context
-	cancel   context.CancelFunc
+	ctx      jobCtx
 	owners   int           // Submit calls and RunSync callers still interested
 	done     chan struct{} // made for the first RunSync caller
 	err      error
-	body     atomic.Bool // the body started (tells a refused launch apart)
 }
 
 // ref describes e for the caller.
 func (e *entry) ref() JobRef {
-	return JobRef{Type: e.tid.typ, ID: e.tid.id, Key: e.keyName, Group: e.grpName}
+	return JobRef{Type: e.tid.typ, ID: e.tid.id, Key: e.key.name, Group: e.grp.name}
 }
 
 // jobState is what the scheduler knows of one (type, id): its pending or
@@ -100,4 +98,55 @@ func (js *jobState) current() *entry {
 		return js.pending
 	}
 	return js.running
+}
+
+// jobCtx is a job's context, cancelled when every caller waiting for the
+// job gives up or when Shutdown's context ends. It lives in the entry, so
+// a job costs no context allocation; its channel is made only for a body
+// that asks for Done.
+type jobCtx struct {
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+// closedChan is the Done channel of a context cancelled before anyone
+// asked for it.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Deadline implements context.Context: a job has none.
+func (c *jobCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Value implements context.Context: a job's context carries no values.
+func (c *jobCtx) Value(any) any { return nil }
+
+// Err implements context.Context.
+func (c *jobCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Done implements context.Context.
+func (c *jobCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+func (c *jobCtx) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = context.Canceled
+	if c.done == nil {
+		c.done = closedChan
+	} else {
+		close(c.done)
+	}
 }

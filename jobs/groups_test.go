@@ -158,7 +158,7 @@ func TestWeightsRespectedOverLongRuns(t *testing.T) {
 	}
 	count := map[string]float64{}
 	for _, e := range sm.started {
-		count[e.keyName]++
+		count[e.key.name]++
 	}
 	total := count["heavy"] + count["light"] + count["b"]
 	assert.InDelta(t, 0.75, (count["heavy"]+count["light"])/total, 0.05*0.75, count)

@@ -42,8 +42,8 @@ func TestAlternatingSerialClientsSplitEvenly(t *testing.T) {
 			if !end.After(sm.now) {
 				delete(sm.ends, e)
 				sm.c.complete(e, sec, sm.now)
-				count[e.keyName]++
-				submit(e.keyName) // before the next admission decision
+				count[e.key.name]++
+				submit(e.key.name) // before the next admission decision
 			}
 		}
 		sm.dispatch()
@@ -85,7 +85,7 @@ func TestLagBound(t *testing.T) {
 			if e == nil {
 				break
 			}
-			require.GreaterOrEqual(t, e.startTag, v-sm.c.maxLag/e.key.weight-1e-9, "lag of key %s", e.keyName)
+			require.GreaterOrEqual(t, e.startTag, v-sm.c.maxLag/e.key.weight-1e-9, "lag of key %s", e.key.name)
 			sm.ends[e] = sm.now.Add(sm.durs[e])
 			sm.started = append(sm.started, e)
 		}

@@ -103,7 +103,7 @@ func (c *core) evidence(e *entry, now time.Time) {
 		slog.Bool("urgent", e.urgent),
 		slog.Float64("key_vtime", e.startTag),
 		slog.Float64("smith", c.score(e, now)), slog.Float64("weight", e.weight),
-		slog.Float64("estimate_ms", e.r), slog.Float64("wait_ms", c.ms(now)-c.ms(e.submitted)),
+		slog.Float64("estimate_ms", c.estimateMs(e, now)), slog.Float64("wait_ms", c.ms(now)-c.ms(e.submitted)),
 		slog.Int("group_running", g.running), slog.Int("group_alloc", g.alloc),
 		slog.Int("running", c.nRunning), slog.Int("pending", c.nPending),
 	)
@@ -221,9 +221,9 @@ func (c *core) snapshot(now time.Time) Snapshot {
 			continue
 		}
 		s.Pending = append(s.Pending, PendingJob{
-			Type: e.tid.typ, ID: e.tid.id, Key: e.keyName, Group: e.grpName,
+			Type: e.tid.typ, ID: e.tid.id, Key: e.key.name, Group: e.grp.name,
 			BaseTier: c.tiers[e.base].name, EffectiveTier: c.tiers[e.eff].name, Urgent: e.urgent,
-			Wait: now.Sub(e.submitted), Estimate: time.Duration(e.r * float64(time.Millisecond)), Blocked: e.reason,
+			Wait: now.Sub(e.submitted), Estimate: time.Duration(c.estimateMs(e, now) * float64(time.Millisecond)), Blocked: e.reason,
 			Attempts: e.attempts,
 		})
 	}

@@ -76,7 +76,7 @@ func (c *core) place(e *entry) {
 		}
 	}
 	if node == nil {
-		node = &keyNode{k: e.key, bg: bg, jobs: newIndexed(c.entryLess, func(e *entry, i int) { e.idx = i })}
+		node = &keyNode{k: e.key, bg: bg, jobs: newIndexed(c.entryLess, func(e *entry, i int) { e.idx = int32(i) })}
 		e.key.nodes = append(e.key.nodes, node)
 		bg.keys.push(node)
 	}
@@ -92,14 +92,14 @@ func (c *core) place(e *entry) {
 // unplace takes a pending job out of its band or the urgent queue.
 func (c *core) unplace(e *entry) {
 	if e.urgIdx >= 0 {
-		c.urgent.remove(e.urgIdx)
+		c.urgent.remove(int(e.urgIdx))
 		return
 	}
 	if e.idx < 0 {
 		return
 	}
 	node := e.node
-	node.jobs.remove(e.idx)
+	node.jobs.remove(int(e.idx))
 	e.node = nil
 	b := c.bands[e.eff][e.base]
 	b.pending--

@@ -36,7 +36,7 @@ func (r Retry) delay(n int) time.Duration {
 func (c *core) hold(e *entry, until time.Time) {
 	e.st = delayed
 	e.reason = "retry backoff"
-	e.readyAt = until
+	e.nextAge = until
 	e.js.pending = e
 	c.nDelayed++
 	c.delays.push(e)
@@ -44,9 +44,9 @@ func (c *core) hold(e *entry, until time.Time) {
 
 // ready queues the retries whose backoff has ended.
 func (c *core) ready(now time.Time) {
-	for c.delays.len() > 0 && !c.delays.top().readyAt.After(now) {
+	for c.delays.len() > 0 && !c.delays.top().nextAge.After(now) {
 		e := c.delays.pop()
 		c.nDelayed--
-		c.enqueue(e, now)
+		c.enqueue(e, e.key.name, e.grp.name, now)
 	}
 }

@@ -86,7 +86,7 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 		}
 		s.finish(e, err)
 	}()
-	err = e.run(e.ctx, c)
+	err = e.run(&e.ctx, c)
 	returned = true
 }
 
@@ -209,22 +209,21 @@ func (s *Scheduler) enter(j Job, sync bool) (*entry, error) {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if js, ok := s.c.jobs[id]; ok {
-		if e := js.current(); e != nil {
-			e.owners++
-			if sync && e.done == nil {
-				e.done = make(chan struct{})
-			}
-			s.mu.Unlock()
-			return e, nil
+	js := s.c.job(id)
+	if e := js.current(); e != nil {
+		e.owners++
+		if sync && e.done == nil {
+			e.done = make(chan struct{})
 		}
+		s.mu.Unlock()
+		return e, nil
 	}
-	e := &entry{tid: id, typ: t, weight: w, run: j.Run, retry: j.Retry, owners: 1, keyName: j.Key, grpName: j.Group}
+	e := &entry{tid: id, typ: t, weight: w, run: j.Run, retry: j.Retry, owners: 1}
 	if sync {
 		e.done = make(chan struct{})
 	}
-	e.ctx, e.cancel = context.WithCancel(context.Background())
-	s.c.enqueue(e, s.now())
+	e.js = js
+	s.c.enqueue(e, j.Key, j.Group, s.now())
 	s.unlockAndLaunch(s.commit())
 	return e, nil
 }
@@ -235,7 +234,7 @@ func (e *entry) end(err error) {
 	if e.done != nil {
 		close(e.done)
 	}
-	e.cancel()
+	e.ctx.cancel()
 }
 
 // abandon drops one waiter of e.
@@ -247,7 +246,7 @@ func (s *Scheduler) abandon(e *entry, err error) {
 		s.mu.Unlock()
 		return
 	case e.st == running:
-		e.cancel()
+		e.ctx.cancel()
 		s.mu.Unlock()
 		return
 	}

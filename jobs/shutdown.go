@@ -87,7 +87,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) (dropped []JobRef, err error) 
 	}
 	s.mu.Lock()
 	for _, e := range s.c.starts.items {
-		e.cancel()
+		e.ctx.cancel()
 	}
 	s.mu.Unlock()
 	return dropped, ctx.Err()

@@ -37,9 +37,9 @@ func (sm *sim) add(typ JobType, id, key, grp string, w float64, dur time.Duratio
 	sm.t.Helper()
 	ts, ok := sm.c.types[typ]
 	require.True(sm.t, ok, typ)
-	e := &entry{tid: tid{typ, id}, typ: ts, weight: w, keyName: key, grpName: grp}
+	e := &entry{tid: tid{typ, id}, typ: ts, weight: w}
 	sm.durs[e] = dur
-	sm.c.enqueue(e, sm.now)
+	sm.c.enqueue(e, key, grp, sm.now)
 	return e
 }
 
