@@ -71,14 +71,7 @@ func TestLagBound(t *testing.T) {
 				require.GreaterOrEqual(t, e.key.vt, sm.c.vnow, "a returning key starts at V")
 			}
 		}
-		sm.now = sm.now.Add(sec)
-		for e, end := range sm.ends {
-			if !end.After(sm.now) {
-				delete(sm.ends, e)
-				sm.c.complete(e, end.Sub(e.start), sm.now)
-			}
-		}
-		sm.c.prepare(sm.now)
+		sm.tick()
 		for {
 			v := sm.c.vnow
 			e := sm.c.next(sm.now)

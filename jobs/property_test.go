@@ -92,14 +92,7 @@ func TestAdmissionProperties(t *testing.T) {
 						time.Duration(1+rng.IntN(12))*sec))
 				}
 			}
-			sm.now = sm.now.Add(sec)
-			for e, end := range sm.ends {
-				if !end.After(sm.now) {
-					delete(sm.ends, e)
-					sm.c.complete(e, end.Sub(e.start), sm.now)
-				}
-			}
-			sm.c.prepare(sm.now)
+			sm.tick()
 			for {
 				want := sm.c.oracle()
 				e := sm.c.next(sm.now)

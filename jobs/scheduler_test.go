@@ -163,7 +163,9 @@ func TestEveryJobRunsOnceAndConflictsNeverOverlap(t *testing.T) {
 	assert.Empty(t, s.Snapshot().Pending)
 }
 
-func TestDuplicateSubmitsCoalesce(t *testing.T) {
+// oneSlotBlocked is a scheduler with one slot, held by a job that waits
+// for the gate.
+func oneSlotBlocked(t *testing.T) (*jobs.Scheduler, gate) {
 	f := newFixture(t)
 	cfg := f.config()
 	cfg.Slots = 1
@@ -173,6 +175,11 @@ func TestDuplicateSubmitsCoalesce(t *testing.T) {
 		g.wait(c)
 		return nil
 	}}))
+	return s, g
+}
+
+func TestDuplicateSubmitsCoalesce(t *testing.T) {
+	s, g := oneSlotBlocked(t)
 	var runs atomic.Int32
 	job := jobs.Job{Type: "export", ID: "dup", Run: func(context.Context, *thread.Ctx) error { runs.Add(1); return nil }}
 	for range 5 {
@@ -211,15 +218,7 @@ func TestConcurrentRunSyncShareOneExecution(t *testing.T) {
 }
 
 func TestRunSyncCancelledWhilePendingIsWithdrawn(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.config()
-	cfg.Slots = 1
-	s := f.scheduler(t, cfg)
-	g := make(gate)
-	require.NoError(t, s.Submit(jobs.Job{Type: "export", ID: "block", Run: func(_ context.Context, c *thread.Ctx) error {
-		g.wait(c)
-		return nil
-	}}))
+	s, g := oneSlotBlocked(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Bool
 	done := make(chan error)

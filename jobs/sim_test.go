@@ -45,13 +45,25 @@ func (sm *sim) add(typ JobType, id, key, grp string, w float64, dur time.Duratio
 
 // step completes due jobs and dispatches.
 func (sm *sim) step() {
+	sm.completeDue()
+	sm.dispatch()
+}
+
+func (sm *sim) completeDue() {
 	for e, end := range sm.ends {
 		if !end.After(sm.now) {
 			delete(sm.ends, e)
 			sm.c.complete(e, end.Sub(e.start), sm.now)
 		}
 	}
-	sm.dispatch()
+}
+
+// tick moves the clock a second, completes the jobs due and prepares an
+// admission decision, leaving the admissions (core.next) to the caller.
+func (sm *sim) tick() {
+	sm.now = sm.now.Add(time.Second)
+	sm.completeDue()
+	sm.c.prepare(sm.now)
 }
 
 func (sm *sim) dispatch() []*entry {
