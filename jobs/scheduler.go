@@ -69,7 +69,9 @@ func (l onFairly) launch(s *Scheduler, e *entry) {
 	})
 	if h.Done() && !e.body.Load() {
 		_, err := h.Wait()
-		s.finish(e, err)
+		// On its own goroutine: finishing admits the next job, which the
+		// runtime refuses too, and so on through the whole backlog.
+		go s.finish(e, err)
 	}
 }
 

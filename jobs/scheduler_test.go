@@ -454,3 +454,24 @@ func TestAgingRunsOnItsOwnTimer(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	close(g)
 }
+
+// A job admitted after the runtime closed fails with runtime.ErrClosed,
+// and the backlog behind it drains instead of hanging Close.
+func TestJobsAfterRuntimeCloseFail(t *testing.T) {
+	o := fairness.NewOrder()
+	p := o.New("p")
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 100})
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: crit})
+	require.NoError(t, err)
+	s, err := jobs.New(rt, jobs.Config{Slots: 1, Tiers: []jobs.Tier{{Name: "t", Priority: p}},
+		Types: map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: time.Millisecond, Tier: "t"}}})
+	require.NoError(t, err)
+	require.NoError(t, rt.Close())
+	noop := func(context.Context, *thread.Ctx) error { return nil }
+	for i := range 100 {
+		require.NoError(t, s.Submit(jobs.Job{Type: "j", ID: strconv.Itoa(i), Run: noop}))
+	}
+	assert.ErrorIs(t, s.RunSync(context.Background(), jobs.Job{Type: "j", ID: "last", Run: noop}), runtime.ErrClosed)
+	require.NoError(t, s.Close())
+}
