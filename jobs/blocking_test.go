@@ -53,9 +53,9 @@ func TestReleaseWakesOnlyWhatCanRun(t *testing.T) {
 	assert.Len(t, sm.started, 100, "all run in the end")
 }
 
-func TestDivertedJobPassesItsUnitOn(t *testing.T) {
-	// A repack brought back when a repack slot frees, but blocked by a
-	// clone of its repo, must let the next repack have the slot.
+// A repack brought back when a repack slot frees, but blocked by a clone
+// of its repo, does not hold the slot: the next repack takes it.
+func TestConflictedJobDoesNotHoldTheTypeSlot(t *testing.T) {
 	sm := newSim(t, wfqConfig())
 	sm.add("repack", "busy0", "", "", 1, 5*sec)
 	sm.add("repack", "busy1", "", "", 1, 50*sec)

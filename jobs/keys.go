@@ -23,12 +23,11 @@ type fkey struct {
 	vt       float64 // charge / weight, the key's virtual time
 	pending  int
 	running  int
-	delayed  int
 	nodes    []*keyNode
 	lastSeen time.Time
 }
 
-func (k *fkey) idle() bool { return k.pending == 0 && k.running == 0 && k.delayed == 0 }
+func (k *fkey) idle() bool { return k.pending == 0 && k.running == 0 }
 
 func keyLess(a, b *fkey) bool {
 	if a.vt != b.vt {

@@ -283,6 +283,8 @@ func TestBadInput(t *testing.T) {
 		},
 		"NaN smith factor": func(c *jobs.Config) { c.SmithFactor = math.NaN() },
 		"alpha above one":  func(c *jobs.Config) { c.Alpha = 1.5 },
+		"negative lag":     func(c *jobs.Config) { c.MaxLag = -time.Second },
+		"negative smith":   func(c *jobs.Config) { c.SmithFactor = -1 },
 		"urgent without interval": func(c *jobs.Config) {
 			c.Aging = jobs.Aging{Urgent: 1}
 		},
@@ -316,6 +318,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export"}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Weight: -1, Run: noop}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Weight: math.NaN(), Run: noop}), jobs.ErrInvalidJob)
+	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Run: noop, Retry: jobs.Retry{Max: -1}}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.SetGroupWeight("g", 0), jobs.ErrInvalidConfig)
 	assert.ErrorIs(t, s.SetGroupWeight("g", math.Inf(1)), jobs.ErrInvalidConfig)
 	require.NoError(t, s.Close())
