@@ -29,13 +29,6 @@ type fkey struct {
 
 func (k *fkey) idle() bool { return k.pending == 0 && k.running == 0 }
 
-func keyLess(a, b *fkey) bool {
-	if a.vt != b.vt {
-		return a.vt < b.vt
-	}
-	return a.seq < b.seq
-}
-
 // key gives the named key, starting it at the system virtual time if it
 // is new or returns from idleness.
 func (c *core) key(name string, now time.Time) *fkey {

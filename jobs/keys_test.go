@@ -85,3 +85,22 @@ func TestLagBound(t *testing.T) {
 	}
 	assert.Greater(t, len(sm.started), 1000)
 }
+
+// Keys of equal virtual time go in the order their jobs arrived, as the
+// fair-queuing design sorts by (cost, arrival), not in the order the keys
+// were first seen.
+func TestEqualVirtualTimesGoByArrival(t *testing.T) {
+	sm := newSim(t, oneType(1))
+	sm.c.key("a", sm.now) // known first, idle
+	sm.add("j", "blocker", "z", "", 1, 10*sec)
+	sm.dispatch()
+	sm.now = sm.now.Add(sec)
+	b := sm.add("j", "b1", "b", "", 1, sec)
+	sm.now = sm.now.Add(sec)
+	a := sm.add("j", "a1", "a", "", 1, sec)
+	require.Equal(t, a.key.vt, b.key.vt)
+	for range 20 {
+		sm.advance(sec)
+	}
+	assert.Equal(t, []*entry{b, a}, sm.started[1:])
+}

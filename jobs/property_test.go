@@ -14,9 +14,11 @@ func (c *core) admissible(e *entry) bool {
 	return reason == "" && c.nRunning < c.s.Slots && !e.grp.paused && e.grp.running < e.grp.cap
 }
 
-// fairLess is the fair order, written out plainly for one group: urgent
-// jobs by when they became urgent, then effective tier, then the key's
-// virtual time, then the in-key order.
+// fairLess is the fair order between the first jobs of two (key,
+// effective tier) heads, written out plainly for one group: urgent jobs by
+// when they became urgent, then effective tier, then the key's virtual
+// time, then the arrival of the first job; inside one key, the in-key
+// order.
 func (c *core) fairLess(a, b *entry) bool {
 	switch {
 	case a.urgent != b.urgent:
@@ -28,20 +30,41 @@ func (c *core) fairLess(a, b *entry) bool {
 		return a.seq < b.seq
 	case a.eff != b.eff:
 		return a.eff > b.eff
-	case a.key != b.key:
-		return keyLess(a.key, b.key)
+	case a.key == b.key:
+		return c.entryLess(a, b)
+	case a.key.vt != b.key.vt:
+		return a.key.vt < b.key.vt
+	case !a.submitted.Equal(b.submitted):
+		return a.submitted.Before(b.submitted)
 	}
-	return c.entryLess(a, b)
+	return a.seq < b.seq
 }
 
-// oracle is the best admissible pending job by brute force, or nil.
+// oracle is the best admissible pending job by brute force, or nil: the
+// best job of each (key, effective tier) by the in-key order, then the
+// best of those.
 func (c *core) oracle() *entry {
-	var best *entry
+	type head struct {
+		k   *fkey
+		eff int
+		urg bool
+	}
+	heads := map[head]*entry{}
 	for _, js := range c.jobs {
 		e := js.pending
 		if e == nil || e.st == delayed || !c.admissible(e) {
 			continue
 		}
+		h := head{e.key, e.eff, e.urgent}
+		if e.urgent {
+			h.k = nil // urgent jobs are one queue
+		}
+		if cur := heads[h]; cur == nil || c.fairLess(e, cur) {
+			heads[h] = e
+		}
+	}
+	var best *entry
+	for _, e := range heads {
 		if best == nil || c.fairLess(e, best) {
 			best = e
 		}

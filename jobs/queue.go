@@ -25,6 +25,16 @@ type keyNode struct {
 	bg   *bandGroup
 	jobs indexed[*entry]
 	idx  int
+	// The first job's submission time and sequence, copied here so that
+	// comparing keys of equal virtual time reads no job.
+	headAt  int64
+	headSeq uint64
+}
+
+// setHead copies the first job's tie-break into the node.
+func (n *keyNode) setHead() {
+	e := n.jobs.top()
+	n.headAt, n.headSeq = e.submitted.UnixNano(), e.seq
 }
 
 // entryLess is the order inside a key: Smith's rule with aging when
@@ -41,13 +51,20 @@ func (c *core) entryLess(a, b *entry) bool {
 	return a.seq < b.seq
 }
 
-// nodeLess orders candidates: by key, then, for one key present under
-// several base tiers, by the in-key order.
+// nodeLess orders candidates: by key virtual time, ties by the arrival of
+// the keys' first jobs, as the fair-queuing design sorts by (cost,
+// arrival); for one key present under several base tiers, by the in-key
+// order.
 func (c *core) nodeLess(a, b *keyNode) bool {
-	if a.k != b.k {
-		return keyLess(a.k, b.k)
+	switch {
+	case a.k == b.k:
+		return c.entryLess(a.jobs.top(), b.jobs.top())
+	case a.k.vt != b.k.vt:
+		return a.k.vt < b.k.vt
+	case a.headAt != b.headAt:
+		return a.headAt < b.headAt
 	}
-	return c.entryLess(a.jobs.top(), b.jobs.top())
+	return a.headSeq < b.headSeq
 }
 
 // place puts a pending job where dispatch looks for it.
@@ -64,7 +81,7 @@ func (c *core) place(e *entry) {
 	}
 	bg := b.byGroup[e.grp.idx]
 	if bg == nil {
-		bg = &bandGroup{g: e.grp, pos: -1, keys: newIndexed(func(a, b *keyNode) bool { return keyLess(a.k, b.k) },
+		bg = &bandGroup{g: e.grp, pos: -1, keys: newIndexed(c.nodeLess,
 			func(n *keyNode, i int) { n.idx = i })}
 		b.byGroup[e.grp.idx] = bg
 	}
@@ -78,10 +95,18 @@ func (c *core) place(e *entry) {
 	if node == nil {
 		node = &keyNode{k: e.key, bg: bg, jobs: newIndexed(c.entryLess, func(e *entry, i int) { e.idx = int32(i) })}
 		e.key.nodes = append(e.key.nodes, node)
+		e.node = node
+		node.jobs.push(e)
+		node.setHead()
 		bg.keys.push(node)
+	} else {
+		e.node = node
+		node.jobs.push(e)
+		if e.idx == 0 { // a new first job: the tie-break may change
+			node.setHead()
+			bg.keys.fix(node.idx)
+		}
 	}
-	e.node = node
-	node.jobs.push(e)
 	if bg.pos < 0 {
 		bg.pos = len(b.active)
 		b.active = append(b.active, bg)
@@ -99,11 +124,16 @@ func (c *core) unplace(e *entry) {
 		return
 	}
 	node := e.node
+	first := e.idx == 0
 	node.jobs.remove(int(e.idx))
 	e.node = nil
 	b := c.bands[e.eff][e.base]
 	b.pending--
 	if node.jobs.len() > 0 {
+		if first {
+			node.setHead()
+			node.bg.keys.fix(node.idx)
+		}
 		return
 	}
 	bg := node.bg
