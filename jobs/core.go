@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"time"
@@ -215,7 +216,7 @@ func (c *core) pendingJobs() []*entry {
 			out = append(out, js.pending)
 		}
 	}
-	slices.SortFunc(out, func(a, b *entry) int { return int(a.seq) - int(b.seq) })
+	slices.SortFunc(out, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 

@@ -23,6 +23,7 @@ const (
 	EventWeightChanged
 )
 
+// String names the kind, for logs.
 func (k EventKind) String() string {
 	switch k {
 	case EventAged:
@@ -50,6 +51,7 @@ const (
 	ReasonPause
 )
 
+// String names the reason, for logs.
 func (r AllocationReason) String() string {
 	switch r {
 	case ReasonRebalance:
