@@ -478,3 +478,25 @@ func TestJobsAfterRuntimeCloseFail(t *testing.T) {
 	assert.ErrorIs(t, s.RunSync(context.Background(), jobs.Job{Type: "j", ID: "last", Run: noop}), runtime.ErrClosed)
 	require.NoError(t, s.Close())
 }
+
+// Shutdown on a real runtime: the running job finishes, the rest are
+// dropped and reported, their RunSync callers get ErrClosed.
+func TestShutdownOnTheRuntime(t *testing.T) {
+	s, g := oneSlotBlocked(t)
+	noop := func(context.Context, *thread.Ctx) error { return nil }
+	require.NoError(t, s.Submit(jobs.Job{Type: "export", ID: "later", Run: noop}))
+	waiter := make(chan error)
+	go func() { waiter <- s.RunSync(context.Background(), jobs.Job{Type: "clone", ID: "r", Run: noop}) }()
+	require.Eventually(t, func() bool { return len(s.Snapshot().Pending) == 2 }, 10*time.Second, time.Millisecond)
+	done := make(chan []jobs.JobRef)
+	go func() {
+		dropped, err := s.Shutdown(context.Background())
+		assert.NoError(t, err)
+		done <- dropped
+	}()
+	assert.ErrorIs(t, <-waiter, jobs.ErrClosed)
+	close(g)
+	dropped := <-done
+	assert.ElementsMatch(t, []jobs.JobRef{{Type: "export", ID: "later"}, {Type: "clone", ID: "r"}}, dropped)
+	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", ID: "x", Run: noop}), jobs.ErrClosed)
+}
