@@ -26,9 +26,10 @@ type room struct {
 // allocator divides slots between groups. It keeps its buffers between
 // calls, so the slices it returns are valid until the next call.
 type allocator struct {
-	out   []int
-	exact []float64
-	rooms []room
+	out       []int
+	exact     []float64
+	contested []bool
+	rooms     []room
 }
 
 // allocate gives minimums first, then the rest in proportion to the
@@ -37,11 +38,16 @@ type allocator struct {
 // rounded by largest remainder; on a tie the group with the smaller share
 // gets the slot, because rounding down costs it relatively more. Slots
 // that no group can use stay unallocated. exact holds the shares before
-// rounding.
-func (a *allocator) allocate(slots int, gs []share) (out []int, exact []float64) {
+// rounding. contested marks the groups whose claim to one more slot ties
+// exactly with groups that did not get it (equal remainder and share, as
+// forty equal groups on sixteen slots): which of them holds the extra
+// slot is left to admission, so that it rotates by fair order instead of
+// going to the same groups forever.
+func (a *allocator) allocate(slots int, gs []share) (out []int, exact []float64, contested []bool) {
 	out = resize(a.out, len(gs))
 	exact = resize(a.exact, len(gs))
-	a.out, a.exact = out, exact
+	contested = resize(a.contested, len(gs))
+	a.out, a.exact, a.contested = out, exact, contested
 	left := slots
 	for i, g := range gs {
 		out[i] = min(g.min, g.limit)
@@ -49,7 +55,7 @@ func (a *allocator) allocate(slots int, gs []share) (out []int, exact []float64)
 		left -= out[i]
 	}
 	if left <= 0 {
-		return out, exact
+		return out, exact, contested
 	}
 	rooms := a.rooms[:0]
 	var weights float64
@@ -87,21 +93,33 @@ func (a *allocator) allocate(slots int, gs []share) (out []int, exact []float64)
 	}
 	leftover := int(math.Round(sum)) - given
 	if leftover <= 0 {
-		return out, exact
+		return out, exact, contested
 	}
-	slices.SortStableFunc(rooms, func(x, y room) int {
+	order := func(x, y room) int {
 		if math.Abs(x.extra-y.extra) > eps {
 			return cmp.Compare(y.extra, x.extra)
 		}
-		return cmp.Compare(x.c, y.c)
-	})
-	for j := 0; j < len(rooms) && leftover > 0; j++ {
-		if rooms[j].extra > eps {
-			out[rooms[j].i]++
-			leftover--
+		if math.Abs(x.c-y.c) > eps {
+			return cmp.Compare(x.c, y.c)
+		}
+		return 0
+	}
+	slices.SortStableFunc(rooms, order)
+	n := 0 // rooms with a fraction to round
+	for n < len(rooms) && rooms[n].extra > eps {
+		n++
+	}
+	for j := 0; j < n && j < leftover; j++ {
+		out[rooms[j].i]++
+	}
+	if leftover < n && order(rooms[leftover-1], rooms[leftover]) == 0 {
+		for _, r := range rooms[:n] {
+			if order(r, rooms[leftover]) == 0 {
+				contested[r.i] = true
+			}
 		}
 	}
-	return out, exact
+	return out, exact, contested
 }
 
 func resize[T any](s []T, n int) []T {

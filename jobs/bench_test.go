@@ -34,7 +34,7 @@ func newBenchCore(b *testing.B, n, slots int) *benchCore {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc.c = newCore(s, newMetrics())
+	bc.c = newCore(s)
 	for i := range n {
 		bc.add(i, tid{benchTypes[i%len(benchTypes)], "job" + itoa(i)})
 	}
@@ -43,7 +43,7 @@ func newBenchCore(b *testing.B, n, slots int) *benchCore {
 
 func (bc *benchCore) add(i int, id tid) {
 	e := &entry{tid: id, typ: bc.c.types[id.typ], weight: 1 + float64(i%3)}
-	bc.c.enqueue(e, "g"+itoa(i%20), "k"+itoa(i%(bc.n/10)), bc.now)
+	bc.c.enqueue(e, "k"+itoa(i%(bc.n/10)), "g"+itoa(i%20), bc.now)
 }
 
 // BenchmarkAdmit measures admission alone: each iteration admits a batch

@@ -29,10 +29,19 @@ var (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultSmithFactor = 0.1              // a, per millisecond of wait
+	// DefaultSmithFactor is the aging factor a, per millisecond of wait,
+	// that the Smith's-rule design recommends. Set Config.SmithFactor to it
+	// to order jobs inside a key by Smith's rule; the zero value orders them
+	// by submission, as the fair-queuing design does.
+	DefaultSmithFactor = 0.1
 	DefaultAlpha       = 0.3              // weight of the newest observation in the cost estimate
 	DefaultTTL         = 10 * time.Minute // idle keys and estimates are forgotten after this
 )
+
+// minSweep is the shortest period between two TTL sweeps: a tiny TTL
+// forgets idle keys at the next sweep instead of waking the scheduler
+// without pause.
+const minSweep = time.Second
 
 // JobType names a kind of job (a clone, a sync, an export).
 type JobType string
@@ -106,14 +115,24 @@ type Config struct {
 	// virtual time advances by charge/weight.
 	KeyWeights map[string]float64
 	Aging      Aging
-	// SmithFactor is a in Smith's rule with aging, w/r + a·wait, with r
-	// and wait in milliseconds; 0 means DefaultSmithFactor.
+	// SmithFactor > 0 orders the jobs of one fairness key by Smith's rule
+	// with aging, largest w/r + a·wait first, with a = SmithFactor and r
+	// and wait in milliseconds (DefaultSmithFactor is the design's value).
+	// 0 orders them by submission time, first come first served, as the
+	// fair-queuing design and its upstream tests do; that is Smith's rule
+	// in the limit a → ∞.
 	SmithFactor float64
+	// MaxLag bounds the credit a fairness key can carry: when a key is
+	// charged, its virtual time is first raised to at least the system
+	// virtual time minus MaxLag/weight. 0 means the largest DefaultCost
+	// of the types; see docs/jobs.md for the bound this gives.
+	MaxLag time.Duration
 	// Alpha is the smoothing factor of the learned cost, in (0, 1];
 	// 0 means DefaultAlpha.
 	Alpha float64
 	// TTL after which idle fairness keys and unused estimates are
-	// forgotten; 0 means DefaultTTL.
+	// forgotten; 0 means DefaultTTL. Sweeps run at most once every
+	// max(TTL/2, 1 s), so a tiny TTL costs nothing extra.
 	TTL time.Duration
 	// Logger receives the evidence of every decision as structured
 	// records (admissions at Info, skipped candidates at Debug); nil
@@ -123,9 +142,10 @@ type Config struct {
 	// changes). It is called from one goroutine at a time, outside the
 	// scheduler's lock, so it may call the Scheduler.
 	OnEvent func(Event)
-	// Clock replaces time.Now, for tests. The aging timer still runs on
-	// real time, so with a fake clock jobs age when a submission or a
-	// completion brings the scheduler round.
+	// Clock replaces time.Now, for tests. Aging, retry backoffs and TTL
+	// sweeps are evaluated against Clock at every admission decision (a
+	// submission, a completion, Scheduler.Reschedule); the timer that
+	// brings the scheduler round on its own runs on real time.
 	Clock func() time.Time
 }
 
@@ -218,11 +238,16 @@ func validate(cfg Config) (*settings, error) {
 		}
 		s.ceiling = c
 	}
+	if cfg.SmithFactor != 0 && !positive(cfg.SmithFactor) {
+		return nil, invalid("SmithFactor must be >= 0, got %v", cfg.SmithFactor)
+	}
 	switch {
-	case cfg.SmithFactor == 0:
-		s.SmithFactor = DefaultSmithFactor
-	case cfg.SmithFactor < 0 || math.IsNaN(cfg.SmithFactor) || math.IsInf(cfg.SmithFactor, 0):
-		return nil, invalid("SmithFactor must be > 0, got %v", cfg.SmithFactor)
+	case cfg.MaxLag < 0:
+		return nil, invalid("negative MaxLag")
+	case cfg.MaxLag == 0:
+		for _, tc := range cfg.Types {
+			s.MaxLag = max(s.MaxLag, tc.DefaultCost)
+		}
 	}
 	switch {
 	case cfg.Alpha == 0:
@@ -254,3 +279,6 @@ func checkGroup(name string, g GroupConfig) error {
 	}
 	return nil
 }
+
+// sweepEvery is the period of the TTL sweep.
+func (s *settings) sweepEvery() time.Duration { return max(s.TTL/2, minSweep) }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/fairlyprompt/fairly/jobs/jobsmetrics"
 )
 
 // EventKind says what an Event reports.
@@ -23,6 +23,7 @@ const (
 	EventWeightChanged
 )
 
+// String names the kind, for logs.
 func (k EventKind) String() string {
 	switch k {
 	case EventAged:
@@ -50,6 +51,7 @@ const (
 	ReasonPause
 )
 
+// String names the reason, for logs.
 func (r AllocationReason) String() string {
 	switch r {
 	case ReasonRebalance:
@@ -85,51 +87,6 @@ type Event struct {
 	PrevWeight, NewWeight float64
 }
 
-// metrics are the scheduler's Prometheus collectors. They are not
-// registered anywhere: Scheduler.Collectors hands them out.
-type metrics struct {
-	wait          prometheus.Histogram
-	effTier       *prometheus.GaugeVec
-	promotions    prometheus.Counter
-	alloc         *prometheus.GaugeVec
-	util          *prometheus.GaugeVec
-	redistributed prometheus.Counter
-}
-
-func newMetrics() *metrics {
-	return &metrics{
-		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "fairly_jobs_queue_wait_seconds",
-			Help:    "Time from submission to admission.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
-		}),
-		effTier: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fairly_jobs_pending_effective_tier",
-			Help: "Pending jobs by effective tier.",
-		}, []string{"tier"}),
-		promotions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fairly_jobs_aging_promotions_total",
-			Help: "Aging steps taken by pending jobs (tier promotions and becoming urgent).",
-		}),
-		alloc: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fairly_jobs_group_allocation_slots",
-			Help: "Slots allocated to each group.",
-		}, []string{"group"}),
-		util: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fairly_jobs_group_utilization_ratio",
-			Help: "Running jobs over allocated slots, per group.",
-		}, []string{"group"}),
-		redistributed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fairly_jobs_group_excess_redistributed_total",
-			Help: "Slots given to groups beyond their nominal weighted share, counted at each reallocation.",
-		}),
-	}
-}
-
-func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.wait, m.effTier, m.promotions, m.alloc, m.util, m.redistributed}
-}
-
 // logs reports whether records at level are wanted.
 func (c *core) logs(level slog.Level) bool {
 	return c.log != nil && c.log.Enabled(context.Background(), level)
@@ -146,9 +103,9 @@ func (c *core) evidence(e *entry, now time.Time) {
 		slog.String("key", e.key.name), slog.String("group", g.name),
 		slog.String("base_tier", c.tiers[e.base].name), slog.String("effective_tier", c.tiers[e.eff].name),
 		slog.Bool("urgent", e.urgent),
-		slog.Float64("key_vtime", e.key.vt-e.charged/e.key.weight),
+		slog.Float64("key_vtime", e.startTag),
 		slog.Float64("smith", c.score(e, now)), slog.Float64("weight", e.weight),
-		slog.Float64("estimate_ms", e.r), slog.Float64("wait_ms", c.ms(now)-c.ms(e.enq)),
+		slog.Float64("estimate_ms", c.estimateMs(e, now)), slog.Float64("wait_ms", c.ms(now)-c.ms(e.submitted)),
 		slog.Int("group_running", g.running), slog.Int("group_alloc", g.alloc),
 		slog.Int("running", c.nRunning), slog.Int("pending", c.nPending),
 	)
@@ -164,7 +121,7 @@ func (c *core) skip(e *entry, reason string, now time.Time) {
 		slog.String("type", string(e.tid.typ)), slog.String("id", e.tid.id),
 		slog.String("key", e.key.name), slog.String("group", e.grp.name),
 		slog.String("effective_tier", c.tiers[e.eff].name), slog.Bool("urgent", e.urgent),
-		slog.Float64("wait_ms", c.ms(now)-c.ms(e.enq)),
+		slog.Float64("wait_ms", c.ms(now)-c.ms(e.submitted)),
 	)
 }
 
@@ -210,6 +167,9 @@ type Snapshot struct {
 	Groups []GroupState
 	// Keys with pending or running jobs, lowest virtual time first.
 	Keys []KeyState
+	// VirtualTime is the system virtual time V, in seconds: where a new or
+	// returning key starts, and what MaxLag is measured from.
+	VirtualTime float64
 }
 
 // PendingJob describes a job waiting for admission.
@@ -225,8 +185,11 @@ type PendingJob struct {
 	// Estimate is the cost Smith's rule uses for it.
 	Estimate time.Duration
 	// Blocked is why it was last set aside ("type cap", "conflict", ...),
-	// or "" when it is waiting for its turn.
+	// "retry backoff" while a retry waits, or "" when it is waiting for
+	// its turn.
 	Blocked string
+	// Attempts is how many times it has run and failed.
+	Attempts int
 }
 
 // GroupState describes a group.
@@ -253,7 +216,7 @@ func (c *core) snapshot(now time.Time) Snapshot {
 	if c.stale() {
 		c.reallocate(now)
 	}
-	s := Snapshot{Time: now, Slots: c.s.Slots, Running: c.nRunning}
+	s := Snapshot{Time: now, Slots: c.s.Slots, Running: c.nRunning, VirtualTime: c.vnow}
 	for _, js := range c.jobs {
 		e := js.pending
 		if e == nil {
@@ -262,7 +225,8 @@ func (c *core) snapshot(now time.Time) Snapshot {
 		s.Pending = append(s.Pending, PendingJob{
 			Type: e.tid.typ, ID: e.tid.id, Key: e.key.name, Group: e.grp.name,
 			BaseTier: c.tiers[e.base].name, EffectiveTier: c.tiers[e.eff].name, Urgent: e.urgent,
-			Wait: now.Sub(e.enq), Estimate: time.Duration(e.r * float64(time.Millisecond)), Blocked: e.reason,
+			Wait: now.Sub(e.submitted), Estimate: time.Duration(c.estimateMs(e, now) * float64(time.Millisecond)), Blocked: e.reason,
+			Attempts: e.attempts,
 		})
 	}
 	tier := func(name string) int { return c.s.tierIndex[name] }
@@ -291,4 +255,28 @@ func (c *core) snapshot(now time.Time) Snapshot {
 	}
 	slices.SortFunc(s.Keys, func(a, b KeyState) int { return cmp.Compare(a.VirtualTime, b.VirtualTime) })
 	return s
+}
+
+// metrics gives the plain figures the jobsmetrics package exports.
+func (c *core) metrics() jobsmetrics.Snapshot {
+	if c.stale() {
+		c.reallocate(c.s.Clock())
+	}
+	m := jobsmetrics.Snapshot{
+		QueueWait:           c.stats.wait.Clone(),
+		AgingPromotions:     c.stats.promotions,
+		ExcessRedistributed: c.stats.redistributed,
+	}
+	for i, t := range c.tiers {
+		m.PendingByTier = append(m.PendingByTier, jobsmetrics.Named{Name: t.name, Value: float64(c.stats.pendingTier[i])})
+	}
+	for _, g := range c.glist {
+		m.GroupAllocation = append(m.GroupAllocation, jobsmetrics.Named{Name: g.name, Value: float64(g.alloc)})
+		u := 0.0
+		if g.alloc > 0 {
+			u = float64(g.running) / float64(g.alloc)
+		}
+		m.GroupUtilization = append(m.GroupUtilization, jobsmetrics.Named{Name: g.name, Value: u})
+	}
+	return m
 }

@@ -3,12 +3,12 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/jobs/jobsmetrics"
 	"github.com/fairlyprompt/fairly/runtime"
 	"github.com/fairlyprompt/fairly/thread"
 )
@@ -17,7 +17,7 @@ import (
 // Join parallel work and Await its blocking calls, so that waiting on the
 // network or the disk does not hold a processor (a RunSync from inside a
 // job is such a blocking call). ctx is cancelled when every caller waiting
-// for the job has given up.
+// for the job has given up, or when Shutdown's context ends.
 type Func func(ctx context.Context, c *thread.Ctx) error
 
 // Job is a unit of work submitted to the Scheduler, identified by its type
@@ -33,6 +33,16 @@ type Job struct {
 	// Weight is w in Smith's rule, the job's importance; 0 means 1.
 	Weight float64
 	Run    Func
+	// Retry runs the job again when it fails; the zero value does not.
+	Retry Retry
+}
+
+// JobRef names a job, for reports such as the jobs Shutdown dropped.
+type JobRef struct {
+	Type  JobType
+	ID    string
+	Key   string
+	Group string
 }
 
 // launcher starts an admitted job; the job's end must reach
@@ -49,31 +59,53 @@ type onFairly struct {
 }
 
 func (l onFairly) launch(s *Scheduler, e *entry) {
-	s.jobs.Add(1)
-	go func() { // waits for the thread; jobs are coarse, so one goroutine each is cheap
-		defer s.jobs.Done()
-		h := thread.Go(l.rt, l.prio[e.base], func(c *thread.Ctx) error { return e.run(e.ctx, c) })
-		bodyErr, err := h.Wait()
-		if err == nil {
-			err = bodyErr
+	e.body.Store(false)
+	// The thread reports its own end (no goroutine waits for it); only a
+	// thread the runtime refused, which never runs, is finished here.
+	h := thread.Go(l.rt, l.prio[e.base], func(c *thread.Ctx) error {
+		e.body.Store(true)
+		s.runBody(e, c)
+		return nil
+	})
+	if h.Done() && !e.body.Load() {
+		_, err := h.Wait()
+		// On its own goroutine: finishing admits the next job, which the
+		// runtime refuses too, and so on through the whole backlog.
+		go s.finish(e, err)
+	}
+}
+
+// runBody runs e's body and reports its end, a panic or runtime.Goexit
+// included.
+func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
+	var err error
+	returned := false
+	defer func() {
+		if r := recover(); r != nil {
+			err = &thread.PanicError{Value: r, Stack: debug.Stack()}
+		} else if !returned {
+			err = thread.ErrGoexit
 		}
 		s.finish(e, err)
 	}()
+	err = e.run(&e.ctx, c)
+	returned = true
 }
 
 // Scheduler admits coarse jobs by one ordering (see the package
 // documentation) and runs them on a fairly runtime. Its methods are safe
 // for concurrent use.
 type Scheduler struct {
-	mu     sync.Mutex
-	idle   sync.Cond // signalled when nothing is pending or running
-	c      *core
-	m      *metrics
-	run    launcher
-	closed bool
-	timer  *time.Timer
-	wakeAt time.Time
-	jobs   sync.WaitGroup
+	mu       sync.Mutex
+	c        *core
+	run      launcher
+	closing  bool // Close or Shutdown began: no new jobs
+	dropping bool // Shutdown began: pending jobs are dropped, none retried
+	drained  chan struct{}
+	shut     chan struct{} // closed when shutdown is complete
+	timer    *time.Timer
+	wakeAt   time.Time
+	busy     sync.WaitGroup // launched jobs whose end is not fully handled
 
 	evMu       sync.Mutex
 	evq        []Event
@@ -102,10 +134,7 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 }
 
 func newScheduler(s *settings, run launcher) *Scheduler {
-	m := newMetrics()
-	sc := &Scheduler{c: newCore(s, m), m: m, run: run}
-	sc.idle.L = &sc.mu
-	return sc
+	return &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
 }
 
 func (s *Scheduler) now() time.Time { return s.c.s.Clock() }
@@ -119,6 +148,9 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 	if j.Run == nil {
 		return nil, 0, fmt.Errorf("%w: %s %q has no Run", ErrInvalidJob, j.Type, j.ID)
 	}
+	if j.Retry.Max < 0 || j.Retry.Backoff < 0 || j.Retry.MaxBackoff < 0 {
+		return nil, 0, fmt.Errorf("%w: %s %q: negative retry setting", ErrInvalidJob, j.Type, j.ID)
+	}
 	w := j.Weight
 	if w == 0 {
 		w = 1
@@ -129,18 +161,24 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 }
 
 // Submit queues j and returns at once. A Submit of a (type, id) that is
-// already pending coalesces with it: the job runs once, with the first
-// submission's body, key and group.
+// already pending or running joins that job: it runs once, with the first
+// submission's body, key and group, and a RunSync caller that gives up no
+// longer cancels it.
 func (s *Scheduler) Submit(j Job) error {
 	_, err := s.enter(j, false)
 	return err
 }
 
-// RunSync queues j and waits until it has run, returning its error. RunSync
-// calls for the same (type, id) that overlap share one execution. If ctx
-// ends first, RunSync returns ctx.Err(); a job nobody else waits for is then
-// withdrawn if still pending, or has its context cancelled if running.
+// RunSync queues j and waits until it has run, returning its error. A
+// RunSync of a (type, id) that is already pending or running joins that
+// job and returns its result. If ctx ends first, RunSync returns
+// ctx.Err(); a job nobody else waits for (no other RunSync caller, no
+// Submit) is then withdrawn if still pending, or has its context cancelled
+// if running. A nil ctx is an error (ErrInvalidJob), not a panic.
 func (s *Scheduler) RunSync(ctx context.Context, j Job) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: RunSync with a nil context", ErrInvalidJob)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -162,34 +200,43 @@ func (s *Scheduler) RunSync(ctx context.Context, j Job) error {
 	return ctx.Err()
 }
 
-func (s *Scheduler) enter(j Job, shareRunning bool) (*entry, error) {
+func (s *Scheduler) enter(j Job, sync bool) (*entry, error) {
 	t, w, err := s.check(j)
 	if err != nil {
 		return nil, err
 	}
 	id := tid{j.Type, j.ID}
 	s.mu.Lock()
-	if s.closed {
+	if s.closing {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	var e *entry
-	if js, ok := s.c.jobs[id]; ok {
-		e = js.pending
-		if e == nil && shareRunning {
-			e = js.running
-		}
-	}
-	if e != nil {
+	js := s.c.job(id)
+	if e := js.current(); e != nil {
 		e.owners++
+		if sync && e.done == nil {
+			e.done = make(chan struct{})
+		}
 		s.mu.Unlock()
 		return e, nil
 	}
-	e = &entry{tid: id, typ: t, weight: w, run: j.Run, owners: 1, done: make(chan struct{})}
-	e.ctx, e.cancel = context.WithCancel(context.Background())
-	s.c.enqueue(e, j.Group, j.Key, s.now())
+	e := &entry{tid: id, typ: t, weight: w, run: j.Run, retry: j.Retry, owners: 1}
+	if sync {
+		e.done = make(chan struct{})
+	}
+	e.js = js
+	s.c.enqueue(e, j.Key, j.Group, s.now())
 	s.unlockAndLaunch(s.commit())
 	return e, nil
+}
+
+// end hands e's result to its callers; mu is held.
+func (e *entry) end(err error) {
+	e.err = err
+	if e.done != nil {
+		close(e.done)
+	}
+	e.ctx.cancel()
 }
 
 // abandon drops one waiter of e.
@@ -201,42 +248,55 @@ func (s *Scheduler) abandon(e *entry, err error) {
 		s.mu.Unlock()
 		return
 	case e.st == running:
-		e.cancel()
+		e.ctx.cancel()
 		s.mu.Unlock()
 		return
 	}
 	s.c.remove(e)
-	e.err = err
-	close(e.done)
-	e.cancel()
+	e.end(err)
 	s.unlockAndLaunch(s.commit())
 }
 
-// finish records the end of a job that ran.
+// finish records the end of a run: the job is done, or goes back to the
+// queue for a retry.
 func (s *Scheduler) finish(e *entry, err error) {
 	s.mu.Lock()
 	now := s.now()
 	s.c.complete(e, max(now.Sub(e.start), 0), now)
-	e.err = err
-	close(e.done)
-	e.cancel()
+	if err != nil && e.attempts < e.retry.Max && e.ctx.Err() == nil && !s.dropping {
+		e.attempts++
+		until := now.Add(e.retry.delay(e.attempts))
+		if s.closing {
+			until = now // Close drains: no backoff to wait out
+		}
+		s.c.hold(e, until)
+	} else {
+		e.end(err)
+	}
 	s.unlockAndLaunch(s.commit())
+	s.busy.Done()
 }
 
-// commit admits what can run and re-arms the aging timer; mu is held.
+// commit admits what can run and re-arms the wake-up timer; mu is held.
 func (s *Scheduler) commit() []*entry {
 	now := s.now()
 	admitted := s.c.dispatch(now)
-	if s.c.nPending+s.c.nRunning == 0 {
-		s.idle.Broadcast()
-	}
+	s.busy.Add(len(admitted))
 	if len(s.c.events) > 0 {
 		s.evMu.Lock()
 		s.evq = append(s.evq, s.c.events...)
 		s.evMu.Unlock()
 		s.c.events = s.c.events[:0]
 	}
-	if w := s.c.wake(); !w.IsZero() && !w.Equal(s.wakeAt) && !(s.closed && s.c.nPending == 0) {
+	if s.closing && s.c.nPending+s.c.nRunning+s.c.nDelayed == 0 {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+		return admitted
+	}
+	if w := s.c.wake(); !w.IsZero() && !w.Equal(s.wakeAt) {
 		s.wakeAt = w
 		d := max(w.Sub(now), 0)
 		if s.timer == nil {
@@ -248,10 +308,21 @@ func (s *Scheduler) commit() []*entry {
 	return admitted
 }
 
-// tick runs when a job is due to age (or idle keys to be forgotten).
+// tick runs when a job is due to age, a retry's backoff ends, or idle keys
+// are to be forgotten.
 func (s *Scheduler) tick() {
 	s.mu.Lock()
 	s.wakeAt = time.Time{}
+	s.unlockAndLaunch(s.commit())
+}
+
+// Reschedule makes an admission decision now: it applies the aging steps,
+// retry backoffs and TTL sweeps that are due by Config.Clock and admits
+// what can run. The scheduler does this on its own on every submission and
+// completion and on a real-time timer; with a fake clock, call it after
+// moving the clock to make time-driven changes happen at once.
+func (s *Scheduler) Reschedule() {
+	s.mu.Lock()
 	s.unlockAndLaunch(s.commit())
 }
 
@@ -295,38 +366,27 @@ func (s *Scheduler) SetGroupWeight(group string, weight float64) error {
 		return invalid("group %q: weight must be > 0, got %v", group, weight)
 	}
 	s.mu.Lock()
-	s.setWeight(s.c.group(group), weight)
+	s.c.setWeight(s.c.group(group), weight, s.now())
 	s.unlockAndLaunch(s.commit())
 	return nil
 }
 
-// ResetGroupWeights gives every group its configured weight back (or
-// Config.DefaultGroupWeight).
+// ResetGroupWeights gives every group the same weight,
+// Config.DefaultGroupWeight, as the weighted-groups design's "reset to
+// equal weights" says; configured weights are not restored (set them
+// again with SetGroupWeight).
 func (s *Scheduler) ResetGroupWeights() {
 	s.mu.Lock()
+	now := s.now()
 	for _, g := range s.c.glist {
-		w := s.c.s.DefaultGroupWeight
-		if gc, ok := s.c.s.Groups[g.name]; ok {
-			w = gc.Weight
-		}
-		s.setWeight(g, w)
+		s.c.setWeight(g, s.c.s.DefaultGroupWeight, now)
 	}
 	s.unlockAndLaunch(s.commit())
 }
 
-func (s *Scheduler) setWeight(g *group, w float64) {
-	if g.weight == w {
-		return
-	}
-	s.c.events = append(s.c.events, Event{
-		Kind: EventWeightChanged, Time: s.now(), Group: g.name, PrevWeight: g.weight, NewWeight: w,
-	})
-	g.weight = w
-	s.c.allocDirty, s.c.allocReason = true, ReasonWeightChange
-}
-
 // PauseGroup stops admitting the group's jobs; its slots go to the other
-// groups until ResumeGroup. Running jobs are not interrupted.
+// groups until ResumeGroup. Running jobs are not interrupted. The group's
+// pending jobs do not age while it is paused.
 func (s *Scheduler) PauseGroup(group string) { s.pause(group, true) }
 
 // ResumeGroup undoes PauseGroup.
@@ -334,19 +394,8 @@ func (s *Scheduler) ResumeGroup(group string) { s.pause(group, false) }
 
 func (s *Scheduler) pause(name string, paused bool) {
 	s.mu.Lock()
-	s.setPaused(s.c.group(name), paused)
+	s.c.setPaused(s.c.group(name), paused, s.now())
 	s.unlockAndLaunch(s.commit())
-}
-
-func (s *Scheduler) setPaused(g *group, paused bool) {
-	if g.paused == paused {
-		return
-	}
-	g.paused = paused
-	if !paused {
-		s.c.release(g)
-	}
-	s.c.allocDirty, s.c.allocReason = true, ReasonPause
 }
 
 // Snapshot describes the pending jobs, the groups and the keys.
@@ -356,33 +405,11 @@ func (s *Scheduler) Snapshot() Snapshot {
 	return s.c.snapshot(s.now())
 }
 
-// Collectors are the scheduler's Prometheus metrics, for the caller to
-// register: queue wait, pending jobs by effective tier, aging promotions,
-// group allocation and utilisation, redistributed slots.
-func (s *Scheduler) Collectors() []prometheus.Collector { return s.m.collectors() }
-
-// Close refuses new jobs, resumes paused groups, and waits until every
-// job already submitted has run: no job is dropped. It must not be called
-// from a job. Calling it again returns nil.
-func (s *Scheduler) Close() error {
+// MetricsSnapshot gives the scheduler's figures (queue wait, pending jobs
+// by effective tier, aging promotions, group allocation and utilisation,
+// redistributed slots) for package jobsmetrics to export.
+func (s *Scheduler) MetricsSnapshot() jobsmetrics.Snapshot {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	for _, g := range s.c.glist {
-		s.setPaused(g, false)
-	}
-	s.unlockAndLaunch(s.commit())
-	s.mu.Lock()
-	for s.c.nPending+s.c.nRunning > 0 {
-		s.idle.Wait()
-	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.mu.Unlock()
-	s.jobs.Wait()
-	return nil
+	defer s.mu.Unlock()
+	return s.c.metrics()
 }

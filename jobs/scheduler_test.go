@@ -163,7 +163,9 @@ func TestEveryJobRunsOnceAndConflictsNeverOverlap(t *testing.T) {
 	assert.Empty(t, s.Snapshot().Pending)
 }
 
-func TestDuplicateSubmitsCoalesce(t *testing.T) {
+// oneSlotBlocked is a scheduler with one slot, held by a job that waits
+// for the gate.
+func oneSlotBlocked(t *testing.T) (*jobs.Scheduler, gate) {
 	f := newFixture(t)
 	cfg := f.config()
 	cfg.Slots = 1
@@ -173,6 +175,11 @@ func TestDuplicateSubmitsCoalesce(t *testing.T) {
 		g.wait(c)
 		return nil
 	}}))
+	return s, g
+}
+
+func TestDuplicateSubmitsCoalesce(t *testing.T) {
+	s, g := oneSlotBlocked(t)
 	var runs atomic.Int32
 	job := jobs.Job{Type: "export", ID: "dup", Run: func(context.Context, *thread.Ctx) error { runs.Add(1); return nil }}
 	for range 5 {
@@ -211,15 +218,7 @@ func TestConcurrentRunSyncShareOneExecution(t *testing.T) {
 }
 
 func TestRunSyncCancelledWhilePendingIsWithdrawn(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.config()
-	cfg.Slots = 1
-	s := f.scheduler(t, cfg)
-	g := make(gate)
-	require.NoError(t, s.Submit(jobs.Job{Type: "export", ID: "block", Run: func(_ context.Context, c *thread.Ctx) error {
-		g.wait(c)
-		return nil
-	}}))
+	s, g := oneSlotBlocked(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Bool
 	done := make(chan error)
@@ -284,6 +283,8 @@ func TestBadInput(t *testing.T) {
 		},
 		"NaN smith factor": func(c *jobs.Config) { c.SmithFactor = math.NaN() },
 		"alpha above one":  func(c *jobs.Config) { c.Alpha = 1.5 },
+		"negative lag":     func(c *jobs.Config) { c.MaxLag = -time.Second },
+		"negative smith":   func(c *jobs.Config) { c.SmithFactor = -1 },
 		"urgent without interval": func(c *jobs.Config) {
 			c.Aging = jobs.Aging{Urgent: 1}
 		},
@@ -317,6 +318,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export"}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Weight: -1, Run: noop}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Weight: math.NaN(), Run: noop}), jobs.ErrInvalidJob)
+	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", Run: noop, Retry: jobs.Retry{Max: -1}}), jobs.ErrInvalidJob)
 	assert.ErrorIs(t, s.SetGroupWeight("g", 0), jobs.ErrInvalidConfig)
 	assert.ErrorIs(t, s.SetGroupWeight("g", math.Inf(1)), jobs.ErrInvalidConfig)
 	require.NoError(t, s.Close())
@@ -342,13 +344,14 @@ func TestEventsMetricsAndEvidence(t *testing.T) {
 		return nil
 	}}))
 	noop := func(context.Context, *thread.Ctx) error { return nil }
+	// The same (type, id) while it runs joins it.
 	require.NoError(t, s.Submit(jobs.Job{Type: "clone", ID: "r1", Group: "b", Key: "x", Run: noop}))
 	require.NoError(t, s.Submit(jobs.Job{Type: "repack", ID: "r1", Group: "b", Run: noop}))
 	require.NoError(t, s.SetGroupWeight("b", 3))
 	snap := s.Snapshot()
-	assert.Len(t, snap.Pending, 2)
-	assert.Equal(t, "fg", snap.Pending[0].EffectiveTier)
-	assert.Equal(t, "bg", snap.Pending[1].BaseTier)
+	require.Len(t, snap.Pending, 1)
+	assert.Equal(t, "bg", snap.Pending[0].BaseTier)
+	assert.Equal(t, "conflict", snap.Pending[0].Blocked)
 	close(g)
 	require.NoError(t, s.Close())
 
@@ -390,7 +393,7 @@ func TestEventsMetricsAndEvidence(t *testing.T) {
 			reasons[rec["reason"].(string)]++
 		}
 	}
-	assert.Equal(t, 3, admits)
+	assert.Equal(t, 2, admits)
 	assert.Positive(t, reasons["conflict"], reasons)
 }
 
@@ -453,4 +456,47 @@ func TestAgingRunsOnItsOwnTimer(t *testing.T) {
 		return len(p) == 1 && p[0].Urgent
 	}, 10*time.Second, time.Millisecond)
 	close(g)
+}
+
+// A job admitted after the runtime closed fails with runtime.ErrClosed,
+// and the backlog behind it drains instead of hanging Close.
+func TestJobsAfterRuntimeCloseFail(t *testing.T) {
+	o := fairness.NewOrder()
+	p := o.New("p")
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 100})
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: crit})
+	require.NoError(t, err)
+	s, err := jobs.New(rt, jobs.Config{Slots: 1, Tiers: []jobs.Tier{{Name: "t", Priority: p}},
+		Types: map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: time.Millisecond, Tier: "t"}}})
+	require.NoError(t, err)
+	require.NoError(t, rt.Close())
+	noop := func(context.Context, *thread.Ctx) error { return nil }
+	for i := range 100 {
+		require.NoError(t, s.Submit(jobs.Job{Type: "j", ID: strconv.Itoa(i), Run: noop}))
+	}
+	assert.ErrorIs(t, s.RunSync(context.Background(), jobs.Job{Type: "j", ID: "last", Run: noop}), runtime.ErrClosed)
+	require.NoError(t, s.Close())
+}
+
+// Shutdown on a real runtime: the running job finishes, the rest are
+// dropped and reported, their RunSync callers get ErrClosed.
+func TestShutdownOnTheRuntime(t *testing.T) {
+	s, g := oneSlotBlocked(t)
+	noop := func(context.Context, *thread.Ctx) error { return nil }
+	require.NoError(t, s.Submit(jobs.Job{Type: "export", ID: "later", Run: noop}))
+	waiter := make(chan error)
+	go func() { waiter <- s.RunSync(context.Background(), jobs.Job{Type: "clone", ID: "r", Run: noop}) }()
+	require.Eventually(t, func() bool { return len(s.Snapshot().Pending) == 2 }, 10*time.Second, time.Millisecond)
+	done := make(chan []jobs.JobRef)
+	go func() {
+		dropped, err := s.Shutdown(context.Background())
+		assert.NoError(t, err)
+		done <- dropped
+	}()
+	assert.ErrorIs(t, <-waiter, jobs.ErrClosed)
+	close(g)
+	dropped := <-done
+	assert.ElementsMatch(t, []jobs.JobRef{{Type: "export", ID: "later"}, {Type: "clone", ID: "r"}}, dropped)
+	assert.ErrorIs(t, s.Submit(jobs.Job{Type: "export", ID: "x", Run: noop}), jobs.ErrClosed)
 }

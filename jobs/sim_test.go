@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func newSim(t *testing.T, cfg Config) *sim {
 	cfg.Clock = func() time.Time { return sm.now }
 	s, err := validate(cfg)
 	require.NoError(t, err)
-	sm.c = newCore(s, newMetrics())
+	sm.c = newCore(s)
 	return sm
 }
 
@@ -38,19 +39,31 @@ func (sm *sim) add(typ JobType, id, key, grp string, w float64, dur time.Duratio
 	require.True(sm.t, ok, typ)
 	e := &entry{tid: tid{typ, id}, typ: ts, weight: w}
 	sm.durs[e] = dur
-	sm.c.enqueue(e, grp, key, sm.now)
+	sm.c.enqueue(e, key, grp, sm.now)
 	return e
 }
 
 // step completes due jobs and dispatches.
 func (sm *sim) step() {
+	sm.completeDue()
+	sm.dispatch()
+}
+
+func (sm *sim) completeDue() {
 	for e, end := range sm.ends {
 		if !end.After(sm.now) {
 			delete(sm.ends, e)
 			sm.c.complete(e, end.Sub(e.start), sm.now)
 		}
 	}
-	sm.dispatch()
+}
+
+// tick moves the clock a second, completes the jobs due and prepares an
+// admission decision, leaving the admissions (core.next) to the caller.
+func (sm *sim) tick() {
+	sm.now = sm.now.Add(time.Second)
+	sm.completeDue()
+	sm.c.prepare(sm.now)
 }
 
 func (sm *sim) dispatch() []*entry {
@@ -76,4 +89,22 @@ func (sm *sim) at(e *entry) float64 {
 		return -1
 	}
 	return st.Sub(epoch).Seconds()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// admissions renders the admission log as "t: id id …" lines, one per
+// second that admitted something.
+func (sm *sim) admissions() []string {
+	var out []string
+	last := -1.0
+	for _, e := range sm.started {
+		at := sm.at(e)
+		if at != last {
+			out = append(out, itoa(int(at))+":")
+			last = at
+		}
+		out[len(out)-1] += " " + e.tid.id
+	}
+	return out
 }
