@@ -18,16 +18,6 @@ import (
 // as a continuation (item.g != nil); the worker that picks it hands its token
 // to the parked goroutine and becomes a spare itself.
 //
-// Goroutines that hold a token are locked to their OS thread while they
-// hold it, so that the watchdog can read the thread's processor time and
-// demote it (revoke.go); they unlock when they give the token away, so a
-// blocked thread costs no OS thread. The one exception is a *sunk*
-// goroutine: detached from its worker while it ran a thread below the
-// interactive priority, its OS thread was demoted, and since Linux lets an
-// unprivileged thread raise its nice value but never lower it again, it
-// keeps that thread for life and ends (taking the thread with it) once its
-// own thread is done.
-//
 // The token protocol (who may touch a worker's owner state) is in revoke.go.
 
 // maxSpares bounds the parked spare goroutines kept per worker and class; a
@@ -46,17 +36,10 @@ type gor struct {
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
 	mode atomic.Uint32
-	// tid is the OS thread the goroutine is locked to while it holds a token
-	// (0 if unknown), for the watchdog's processor-time reading.
-	tid atomic.Int32
 	// detBusy says a revocation counted g as computing (see revoke.go).
 	detBusy atomic.Bool
-	// sunk says a revoker demoted g's OS thread (set before the revocation's
-	// swap, see revoke.go): g keeps the thread locked for life.
-	sunk atomic.Bool
 	// count counts preemption points down to the next clock read.
-	count  int
-	locked bool // locked to its OS thread now
+	count int
 }
 
 func (rt *Runtime) newGor() *gor {
@@ -79,7 +62,7 @@ func (g *gor) main() {
 	defer g.rt.gors.Done()
 	id := goid()
 	runtimeGors.Store(id, g)
-	defer runtimeGors.Delete(id) // a sunk goroutine ends locked: its thread ends with it
+	defer runtimeGors.Delete(id)
 	goexit := true
 	defer func() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
@@ -88,36 +71,8 @@ func (g *gor) main() {
 			g.handOff()
 		}
 	}()
-	g.acquired()
 	g.loop()
 	goexit = false
-	g.released()
-}
-
-// acquired is called by g once it holds a token: it locks g to its OS thread
-// so that the watchdog can read the thread's processor time.
-func (g *gor) acquired() {
-	if g.w == nil || g.locked {
-		return
-	}
-	goruntime.LockOSThread()
-	g.lockedTo(gettid())
-}
-
-// released is called by g once it gave its token away: it returns its
-// thread to Go's pool, unless the thread was demoted.
-func (g *gor) released() {
-	if !g.locked || g.sunk.Load() {
-		return
-	}
-	g.lockedTo(0)
-	goruntime.UnlockOSThread()
-}
-
-// lockedTo records that g is locked to OS thread tid (0: unlocked now).
-func (g *gor) lockedTo(tid int32) {
-	g.tid.Store(tid)
-	g.locked = tid != 0
 }
 
 // runtimeGors maps the ids of the runtime's goroutines, over all runtimes,
@@ -155,11 +110,7 @@ func InThread() bool {
 
 // park blocks until another goroutine hands this one a token (or, at
 // shutdown, releases it with g.w == nil).
-func (g *gor) park() {
-	g.released()
-	<-g.wake
-	g.acquired()
-}
+func (g *gor) park() { <-g.wake }
 
 // resume hands worker w's token to g, which must be parked or about to park.
 func (g *gor) resume(w *worker) {
@@ -182,9 +133,9 @@ func (w *worker) spare() *gor {
 }
 
 // keepSpare puts g, which is about to park, among w's spares; false if the
-// list is full (or g is sunk) and g should end instead.
+// list is full and g should end instead.
 func (w *worker) keepSpare(g *gor) bool {
-	if len(w.spares) >= maxSpares || g.sunk.Load() {
+	if len(w.spares) >= maxSpares {
 		return false
 	}
 	w.spares = append(w.spares, g)
@@ -202,7 +153,6 @@ func (g *gor) passTo() {
 	} else {
 		g.rt.newGor().start(w)
 	}
-	g.released()
 }
 
 // handOff gives g's token away; g no longer holds a token afterwards. If
@@ -218,7 +168,6 @@ func (g *gor) handOff() {
 		g.w = nil
 		w.setRunning(int(it.t.rank))
 		it.g.resume(w)
-		g.released()
 	case ok:
 		w.banks[it.t.rank].Insert(it, depth) // the youngest again: the spare picks it
 		fallthrough
@@ -248,8 +197,8 @@ func (g *gor) rejoin(t *Task) {
 	g.rt.suspended.Add(-1)
 }
 
-// waitFor parks the running thread t until child, which runs elsewhere (or
-// must not run inline on a sunk goroutine), finishes; the finishing worker
+// waitFor parks the running thread t until child, which runs elsewhere,
+// finishes; the finishing worker
 // queues t again. The token is handed on before t registers, so that nobody
 // can resume t while it still holds it.
 func (g *gor) waitFor(t, child *Task) {

@@ -73,8 +73,7 @@ func (t *Task) Spawn(child *Task) {
 }
 
 // Join returns once child has finished. A child that has not started runs
-// inline on t's goroutine (unless that goroutine's OS thread is demoted and
-// the child is interactive); one running elsewhere parks t until it finishes. The
+// inline on t's goroutine; one running elsewhere parks t until it finishes. The
 // caller checks priorities first: child's must be at least t's.
 func (t *Task) Join(child *Task) {
 	g := t.g
@@ -87,12 +86,11 @@ func (t *Task) Join(child *Task) {
 		return
 	}
 	w := g.w
-	inline := !g.sunk.Load() || w.rt.demotes(child.rank) // no urgent child on a demoted thread
 	// The common case: child is the youngest thread of the local bank.
-	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil && inline {
+	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if inline && child.claim() {
+	if child.claim() {
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker

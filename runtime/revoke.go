@@ -51,10 +51,10 @@ import "time"
 //     runs a lower priority and has not passed a preemption point for
 //     staleAfter: the arriving goroutine takes the token at once;
 //   - by the watchdog (ticker.go) when a worker has not passed a preemption
-//     point for stallTicks ticks and someone waits for it (work queued in
-//     its inbox or mailboxes, a request, an idle worker that may want its
-//     spare threads), or when its goroutine has used almost no processor
-//     time for a round (it is blocked).
+//     point for stallTicks ticks and someone waits for it (threads queued in
+//     its banks, inbox or mailboxes, a request, an idle worker that may want
+//     its spare threads, the end of its round), or for a whole round whether
+//     anyone waits or not (it may be blocked).
 //
 // A detached goroutine that computes takes processor time beside the
 // worker's new holder. To keep that bounded, a worker with a computing
@@ -108,8 +108,8 @@ func (g *gor) reattach(t *Task) {
 }
 
 // revoke takes the token of h, the holder of w, if h runs a thread's code of
-// a rank below below and w's detached goroutines allow it; busy says h is
-// computing rather than blocked. On success it returns the worker h held,
+// a rank below below and w's detached goroutines allow it; busy says h may
+// be computing (it will then be found a P of its own), rather than blocked. On success it returns the worker h held,
 // whose owner state the caller now owns and must give to a new holder.
 func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if h == nil {
@@ -120,16 +120,8 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		return nil
 	}
 	w.detMu.Lock()
-	run := w.running.Load()
-	refused := busy && w.detBusy > 0 && run <= w.detTop
+	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop
 	h.detBusy.Store(busy) // read by h only after the swap below succeeded
-	sink := !refused && busy && rt.demotes(run)
-	if sink {
-		// Before the swap: once revoked, h must find sunk set and keep its
-		// thread locked for life, for the thread is demoted below. (If the
-		// swap fails, h merely keeps an undemoted thread until it ends.)
-		h.sunk.Store(true)
-	}
 	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
 	w.detMu.Unlock()
 	if !won {
@@ -153,13 +145,11 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		v.detTop = max(v.detTop, v.running.Load())
 	}
 	v.detMu.Unlock()
-	if sink {
-		// h is locked to thread tid while it runs thread code (acquired)
-		// and, sunk, stays locked: the demotion cannot reach another goroutine.
-		demoteThreadID(h.tid.Load(), rt.nice)
-	}
 	v.stats.rescues.Add(1)
 	rt.suspended.Add(1)
+	if busy {
+		rt.detBusy.Add(1) // the ticker finds it a P (ticker.go)
+	}
 	v.attn.Store(1)
 	return v
 }
@@ -171,6 +161,7 @@ func (w *worker) detachEnded(busy bool) {
 	defer w.detMu.Unlock()
 	if busy {
 		w.detBusy--
+		w.rt.detBusy.Add(-1)
 	}
 	if w.detBusy == 0 {
 		w.detTop = rankLoop
@@ -211,7 +202,6 @@ func (rt *Runtime) takeOver(g *gor, r int32) bool {
 func (rt *Runtime) adopt(g *gor, w *worker) {
 	g.w = w
 	w.holder.Store(g)
-	g.acquired()
 	w.attn.Store(1) // look at the inbox and mailboxes soon
 	rt.moves.Add(1)
 }

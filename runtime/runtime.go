@@ -67,12 +67,12 @@ type Config struct {
 	// higher-priority threads run on workers whose primary priority they are,
 	// or by donation.
 	NoPromptBorrowing bool
-	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to 2×Procs+1. The
-	// free P is what lets timers, the network poller and Await-ed calls wake
-	// up promptly while every worker computes; without it they can wait for
-	// Go's own 10 ms preemption. One more P per worker runs a thread whose
-	// worker carried on without it (a long library call, see docs/design.md)
-	// or the collector's workers.
+	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to Procs+1. The free
+	// P is what lets timers, the network poller and Await-ed calls wake up
+	// promptly while every worker computes; without it they can wait for
+	// Go's own 10 ms preemption. While threads run detached from their
+	// worker (a long library call, see docs/design.md), the watchdog raises
+	// it by one for each, up to 2×Procs+1, and lowers it again after.
 	KeepGOMAXPROCS bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an
@@ -80,21 +80,6 @@ type Config struct {
 	IndependentRounds bool
 	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
 	Seed uint64
-	// Interactive is the lowest priority whose threads keep the operating
-	// system's normal priority when they run code that never reaches a
-	// preemption point. A thread of a lower priority that does (a long
-	// library call) is taken off its worker (see docs/design.md) and its OS
-	// thread's nice value raised by DemoteNice, so that the OS runs Go's
-	// network poller and timers, the program's other goroutines and fairly's
-	// workers first. The zero value means the highest priority with a share
-	// in the criterion.
-	Interactive fairness.Priority
-	// DemoteNice is the nice value given to those threads (default 19, at
-	// most 19). Without privileges a thread cannot lower its nice value
-	// again, so such a thread keeps its OS thread until it ends.
-	DemoteNice int
-	// NoDemotion leaves every thread at the process's OS priority.
-	NoDemotion bool
 }
 
 // Runtime is a set of workers running fairly prompt scheduling. Create it
@@ -127,7 +112,9 @@ type Runtime struct {
 	pinned    bool         // boundary set by Config.Interactive
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
-	reserved  int           // Ps reserved in GOMAXPROCS, 0 if none
+	reserved  int           // Ps reserved in GOMAXPROCS for the workers, 0 if none
+	extraPs   int           // Ps reserved for detached threads; the ticker's, then Close's
+	detBusy   atomic.Int32  // detached goroutines that may compute (revoke.go)
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig for
@@ -137,9 +124,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Procs < 0 {
 		return nil, fmt.Errorf("%w: Procs %d is negative", ErrInvalidConfig, cfg.Procs)
 	}
-	if cfg.DemoteNice < 0 || cfg.DemoteNice > 19 {
-		return nil, fmt.Errorf("%w: DemoteNice %d is outside 0..19", ErrInvalidConfig, cfg.DemoteNice)
-	}
+
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -176,20 +161,6 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt.budget = orDefault(cfg.PromptBudget, rt.quantum/20)
 	rt.crit.Store(crit)
-	rt.demote, rt.nice = canDemote && !cfg.NoDemotion, cfg.DemoteNice
-	if rt.nice == 0 {
-		rt.nice = defaultNice
-	}
-	if !cfg.Interactive.IsZero() {
-		r, err := rt.Rank(cfg.Interactive)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Interactive: %w", ErrInvalidConfig, err)
-		}
-		rt.boundary.Store(int32(r))
-		rt.pinned = true
-	} else {
-		rt.setBoundary(crit)
-	}
 	seed := cfg.Seed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -200,7 +171,7 @@ func New(cfg Config) (*Runtime, error) {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
 	}
 	if !cfg.KeepGOMAXPROCS {
-		rt.reserved = 2 * procs
+		rt.reserved = procs
 		reserveP(rt.reserved)
 	}
 	for _, w := range rt.workers {
@@ -237,33 +208,9 @@ func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
 		return ErrClosed
 	}
 	rt.crit.Store(c)
-	rt.setBoundary(c)
 	rt.critVer.Add(1)
 	return nil
 }
-
-// defaultNice is the nice value of demoted threads: the lowest normal
-// priority, which leaves them about 1.5% of a processor that other threads
-// want (weight 15 against 1024 for nice 0), so they still reach the
-// collector's safe points quickly.
-const defaultNice = 19
-
-// setBoundary makes the highest rank with a share in c the lowest that is
-// not demoted, unless Config.Interactive fixed it.
-func (rt *Runtime) setBoundary(c *fairness.Criterion) {
-	if rt.pinned {
-		return
-	}
-	b := len(rt.ranks) - 1
-	for b > 0 && c.ShareByRank(b) == 0 {
-		b--
-	}
-	rt.boundary.Store(int32(b))
-}
-
-// demotes reports whether a thread of rank r that is taken off its worker
-// gets a demoted OS thread.
-func (rt *Runtime) demotes(r int32) bool { return rt.demote && r < rt.boundary.Load() }
 
 // Rank gives the scheduling rank of p (0 is the lowest) or an error for a
 // priority this runtime does not schedule.
@@ -298,8 +245,8 @@ func (rt *Runtime) Close() error {
 	}
 	rt.gors.Wait()
 	close(rt.closed)
-	if rt.reserved > 0 {
-		releaseP(rt.reserved)
+	if rt.reserved+rt.extraPs > 0 {
+		releaseP(rt.reserved + rt.extraPs)
 	}
 	return nil
 }
@@ -357,13 +304,18 @@ func reserveP(workers int) {
 	}
 }
 
-// releaseP drops the reservation of a closed runtime; the last one restores
-// the GOMAXPROCS the process had before.
+// releaseP drops a reservation: the last one restores the GOMAXPROCS the
+// process had before; others lower it to what the remaining reservations
+// need, never below that original.
 func releaseP(workers int) {
 	maxprocs.Lock()
 	defer maxprocs.Unlock()
 	maxprocs.workers -= workers
 	if maxprocs.workers == 0 {
 		goruntime.GOMAXPROCS(maxprocs.original)
+		return
+	}
+	if n := max(maxprocs.workers+1, maxprocs.original); goruntime.GOMAXPROCS(0) > n {
+		goruntime.GOMAXPROCS(n)
 	}
 }

@@ -26,10 +26,6 @@ func (g *gor) loop() {
 			return
 		}
 		g.poll()
-		if g.sunk.Load() {
-			g.passTo() // its thread is done: the demoted OS thread ends with it
-			return
-		}
 		it, _, ok := w.next()
 		if !ok {
 			w.idle(g)

@@ -10,21 +10,22 @@ import "time"
 // worker computes.
 //
 // The watchdog looks for workers whose goroutine is stuck in a thread's
-// code: no pass through the scheduler (beat) for stallTicks ticks. It reads
-// the processor time of the stuck goroutine's OS thread over that stretch,
-// which tells a goroutine that computes (a long library call) from one that
-// is blocked (a channel, a mutex) or merely descheduled by the OS:
-//   - if somebody waits for the worker, its token is revoked (revoke.go):
+// code: no pass through the scheduler (beat) for stallTicks ticks.
+//   - If somebody waits for the worker, its token is revoked (revoke.go):
 //     threads in its banks (modeQueued), inbox or mailboxes, a request for
 //     work, an idle worker that may want its spare threads, or the end of the
-//     worker's round (so that a thread the OS runs slowly or not at all, a
-//     demoted one beside other processes, cannot stretch its round). Waiting work therefore
-//     starts within about (stallTicks+1)×Interrupt, 3 ms by default, of the
-//     worker's last preemption point; threads that arrive from outside
-//     (steer, takeOver) do not wait for the watchdog at all.
-//   - if it has not computed for a whole round, its token is revoked whatever waits,
-//     so that a thread blocked outside Await costs its worker at most a round
-//     and never deadlocks the runtime.
+//     worker's round. Waiting work therefore starts within about
+//     (stallTicks+1)×Interrupt, 3 ms by default, of the worker's last
+//     preemption point; threads that arrive from outside (steer, takeOver)
+//     do not wait for the watchdog at all.
+//   - After a whole round its token is revoked whatever waits, so that a
+//     thread blocked outside Await costs its worker at most a round and a
+//     tick, and never deadlocks the runtime.
+//
+// A detached thread that computes needs a Go P of its own, or it takes the
+// free P that wake-ups need: each tick the watchdog raises GOMAXPROCS by one
+// per such thread (at most Procs), and lowers it again once they have been
+// gone for a round.
 
 const stallTicks = 2
 
@@ -48,10 +49,7 @@ func (tk *ticker) stop() {
 type watch struct {
 	beat   uint64
 	holder *gor
-	ticks  int   // ticks without a beat
-	since  int64 // when the beat last changed
-	cpu    int64 // the holder's thread processor time then
-	cpuOK  bool
+	ticks  int // ticks without a beat
 }
 
 func (tk *ticker) run(rt *Runtime) {
@@ -60,6 +58,7 @@ func (tk *ticker) run(rt *Runtime) {
 	defer t.Stop()
 	ws := make([]watch, len(rt.workers))
 	roundTicks := max(stallTicks, int(rt.quantum/rt.interrupt))
+	calm := 0
 	for {
 		select {
 		case <-tk.quit:
@@ -83,30 +82,51 @@ func (tk *ticker) run(rt *Runtime) {
 				continue
 			}
 			if b := w.beat.Load(); b != wt.beat || h != wt.holder {
-				wt.beat, wt.holder, wt.ticks, wt.since = b, h, 0, now
-				wt.cpu, wt.cpuOK = threadCPU(h.tid.Load())
+				wt.beat, wt.holder, wt.ticks = b, h, 0
 				continue
 			}
 			wt.ticks++
 			if wt.ticks < stallTicks {
 				continue
 			}
-			cpu, ok := threadCPU(h.tid.Load())
-			computing := !ok || !wt.cpuOK || (cpu-wt.cpu)*4 > now-wt.since
 			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
 				now >= w.roundEnd.Load()
 			var v *worker
 			switch {
 			case demand:
-				v = rt.revoke(w, h, maxRank, computing)
-			case !computing && wt.ticks >= roundTicks:
-				v = rt.revoke(w, h, maxRank, false)
+				v = rt.revoke(w, h, maxRank, true)
+			case wt.ticks >= roundTicks:
+				v = rt.revoke(w, h, maxRank, false) // blocked, most likely
 			}
 			if v != nil {
 				rt.newGor().start(v)
 			}
 		}
+		calm = tk.fitPs(rt, calm, roundTicks)
 	}
+}
+
+// fitPs keeps one extra P per detached thread that may compute (at most
+// Procs): raised at once, lowered after calm reaches roundTicks ticks of
+// fewer. It returns the new calm count.
+func (tk *ticker) fitPs(rt *Runtime, calm, roundTicks int) int {
+	if rt.reserved == 0 {
+		return 0 // KeepGOMAXPROCS
+	}
+	want := min(int(rt.detBusy.Load()), len(rt.workers))
+	switch {
+	case want > rt.extraPs:
+		reserveP(want - rt.extraPs)
+		rt.extraPs = want
+		return 0
+	case want == rt.extraPs:
+		return 0
+	case calm+1 < roundTicks:
+		return calm + 1
+	}
+	releaseP(rt.extraPs - want)
+	rt.extraPs = want
+	return 0
 }
 
 // maxRank is above every rank: revoke whatever the worker runs.

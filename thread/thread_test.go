@@ -305,10 +305,7 @@ func testShares(t *testing.T, independent bool) {
 	require.NoError(t, o.Less(b, a))
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{a: 75, b: 25})
 	require.NoError(t, err)
-	// The shares are the scheduler's; OS demotion is off because other test
-	// processes on the machine would take processor time from the demoted
-	// priority as designed (docs/tuning.md), which is not what this checks.
-	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, IndependentRounds: independent, NoDemotion: true})
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, IndependentRounds: independent})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, rt.Close()) }()
 	var stop atomic.Bool

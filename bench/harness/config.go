@@ -104,8 +104,6 @@ type Config struct {
 	EchoFor time.Duration
 	// FibSize is the n of table5 and fig9 (default: the size of "fib").
 	FibSize int
-	// NoDemotion runs every runtime of the suite with runtime.Config.NoDemotion.
-	NoDemotion bool
 	// StallMiB is the input size of the stall experiment's library calls,
 	// in MiB (default 64: sha256 and flate over 64 MiB, a sort of 1M keys).
 	StallMiB int

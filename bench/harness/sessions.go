@@ -40,12 +40,12 @@ func newPrios() prios {
 
 // runtime starts a runtime of procs workers with criterion c over p. A zero
 // share leaves a priority only what the others do not use.
-func (p prios) runtime(procs int, c Criterion, noDemotion bool) (*runtime.Runtime, error) {
+func (p prios) runtime(procs int, c Criterion) (*runtime.Runtime, error) {
 	crit, err := fairness.NewCriterion(p.o, map[fairness.Priority]float64{p.hi: c[0], p.mid: c[1], p.lo: c[2]})
 	if err != nil {
 		return nil, err
 	}
-	return runtime.New(runtime.Config{Procs: procs, Criterion: crit, NoDemotion: noDemotion})
+	return runtime.New(runtime.Config{Procs: procs, Criterion: crit})
 }
 
 // timed runs one version of a kernel instance and checks its result.

@@ -148,7 +148,7 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 	p := newPrios()
 	c := Criterion{50, 0, 50}
 	rec.Criterion = c.String()
-	rt, err := p.runtime(procs, c, s.cfg.NoDemotion)
+	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return nil, err
 	}

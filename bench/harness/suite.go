@@ -232,7 +232,7 @@ func (s *suite) alone(k kernels.Kernel, procs int) (*Record, error) {
 	c := Criterion{0, 0, 100}
 	rec.Criterion = c.String()
 	p := newPrios()
-	rt, err := p.runtime(procs, c, s.cfg.NoDemotion)
+	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 	inst, rec := s.instance(k), s.record(kind, k, procs)
 	rec.Criterion = c.String()
 	p := newPrios()
-	rt, err := p.runtime(procs, c, s.cfg.NoDemotion)
+	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (s *suite) fibEcho(g, sys string, procs int) (*Record, error) {
 	}
 	p := newPrios()
 	rec.Criterion = "50-50"
-	rt, err := p.runtime(procs, Criterion{50, 0, 50}, s.cfg.NoDemotion)
+	rt, err := p.runtime(procs, Criterion{50, 0, 50})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 	rec := &Record{Kind: kindShare, Kernel: "fib", Size: n, Procs: procs, Share: share, Criterion: c.String()}
 	inst := kernels.NewFib(n, 1)
 	p := newPrios()
-	rt, err := p.runtime(procs, c, s.cfg.NoDemotion)
+	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,6 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	out := fs.String("out", "fairbench-report", "report folder")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process (0: unchanged); see bench/README.md")
-	demote := fs.Bool("demote", true, "run priorities below the interactive one on demoted OS threads (runtime.Config.NoDemotion when false)")
 	stallMiB := fs.Int("stall-mib", 64, "input size of the stall experiment's library calls, in MiB")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -156,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if *stallMiB <= 0 {
 		return nil, "", false, fmt.Errorf("%w: -stall-mib must be positive", errUsage)
 	}
-	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, NoDemotion: !*demote, StallMiB: *stallMiB}
+	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
 		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package runtime
+
+// osYield does nothing where sched_yield is not at hand: Gosched would be
+// the next best thing for wake-ups, but it keeps the P from polling the
+// network (see docs/design.md), which is worse.
+func osYield() {}
