@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -246,7 +247,7 @@ func drawStall(res *Results, path string) error {
 	for _, l := range stallLoads {
 		names = append(names, l.name)
 	}
-	i := 0
+	i, top := 0, 1.0
 	for _, procs := range res.Procs {
 		for _, sys := range []string{sysFairly, sysGoroutines} {
 			var pts plotter.XYs
@@ -254,6 +255,7 @@ func drawStall(res *Results, path string) error {
 				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
 					off := 0.08 * (float64(i) - 1.5)
 					pts = append(pts, plotter.XY{X: float64(x) + off, Y: max(lat.P99.Seconds()*1e3, 1e-2)})
+					top = max(top, pts[len(pts)-1].Y)
 				}
 			}
 			if len(pts) == 0 {
@@ -277,6 +279,7 @@ func drawStall(res *Results, path string) error {
 	goal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(goal)
 	p.Legend.Add("goal: 1 ms", goal)
+	p.Y.Max = top * math.Pow(3, float64(i+1)/2) // headroom for the legend on the log axis
 	p.Legend.Top = true
 	p.NominalX(names...)
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)
