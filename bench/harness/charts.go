@@ -55,14 +55,8 @@ func drawFig8(res *Results, path string) error {
 // drawFig9 draws the echo's p50 and p99 against the interactive share, one
 // pair of lines per processor count, on a logarithmic time axis.
 func drawFig9(res *Results, path string) error {
-	p := plot.New()
-	p.Title.Text = "Terminal echo response time against the interactive share"
-	p.X.Label.Text = "interactive share (%)"
-	p.Y.Label.Text = "response time (ms)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p := logPlot("Terminal echo response time against the interactive share", "interactive share (%)", "response time (ms)")
 	p.X.Min, p.X.Max = 0, 55 // shares are in (0, 50]
-	p.Add(plotter.NewGrid())
 	top := 0.0
 	i := 0
 	for _, procs := range res.Procs {
@@ -99,4 +93,16 @@ func drawFig9(res *Results, path string) error {
 	}
 	p.Legend.Top = true
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// logPlot is a plot with a title, axis labels, a logarithmic y axis and a grid.
+func logPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	return p
 }

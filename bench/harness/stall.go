@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -236,13 +235,8 @@ func joinLoads(l []string) string {
 // drawStall plots the echo's p99 per library call, one series per system
 // and P, with the 1 ms goal as a line.
 func drawStall(res *Results, path string) error {
-	p := plot.New()
-	p.Title.Text = "Echo response beside library calls with no preemption point"
-	p.Y.Label.Text = "echo response time, p99 (ms, log scale)"
-	p.X.Label.Text = "library call run by every low-priority thread"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
+	p := logPlot("Echo response beside library calls with no preemption point",
+		"library call run by every low-priority thread", "echo response time, p99 (ms, log scale)")
 	var names []string
 	for _, l := range stallLoads {
 		names = append(names, l.name)
