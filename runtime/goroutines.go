@@ -20,7 +20,7 @@ import (
 //
 // The token protocol (who may touch a worker's owner state) is in revoke.go.
 
-// maxSpares bounds the parked spare goroutines kept per worker and class; a
+// maxSpares bounds the parked spare goroutines kept per worker; a
 // goroutine that finds the list full exits instead.
 const maxSpares = 8
 

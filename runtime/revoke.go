@@ -109,8 +109,9 @@ func (g *gor) reattach(t *Task) {
 
 // revoke takes the token of h, the holder of w, if h runs a thread's code of
 // a rank below below and w's detached goroutines allow it; busy says h may
-// be computing (it will then be found a P of its own), rather than blocked. On success it returns the worker h held,
-// whose owner state the caller now owns and must give to a new holder.
+// be computing (it will then be found a P of its own) rather than blocked.
+// On success it returns the worker h held, whose owner state the caller now
+// owns and must give to a new holder.
 func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if h == nil {
 		return nil

@@ -106,10 +106,6 @@ type Runtime struct {
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
 	gors      sync.WaitGroup
 	ticker    *ticker
-	demote    bool         // demotion is on
-	nice      int          // nice value of demoted threads
-	boundary  atomic.Int32 // ranks below it are demoted
-	pinned    bool         // boundary set by Config.Interactive
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
 	reserved  int           // Ps reserved in GOMAXPROCS for the workers, 0 if none

@@ -43,7 +43,9 @@ type Stats struct {
 	// Preemptions counts threads parked at a preemption point so that their
 	// worker could run another priority.
 	Preemptions uint64
-	// Rescues counts rescue workers the watchdog started for stalled workers.
+	// Rescues counts workers taken from a goroutine stuck in a thread's code
+	// (a call with no preemption point, or a block outside Await) and given
+	// to a new one; see docs/design.md.
 	Rescues uint64
 }
 
