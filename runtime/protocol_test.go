@@ -4,6 +4,7 @@ package runtime
 // drive tasks directly with a function body, without package thread.
 
 import (
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -243,4 +244,35 @@ func TestInThread(t *testing.T) {
 		assert.True(t, in, "%v", p)
 		assert.False(t, inAwait, "%v", p)
 	}
+}
+
+// A thread that computes detached from its worker gets a Go P of its own,
+// so that the free P stays free for wake-ups; GOMAXPROCS comes back down
+// once it is gone.
+func TestDetachedThreadGetsAP(t *testing.T) {
+	rt, lo, hi := levels(t, 1, 50, 50)
+	base := goruntime.GOMAXPROCS(0)
+	var stop atomic.Bool
+	stuck := submit(t, rt, lo, func(*Task) {
+		for !stop.Load() { // no preemption point
+		}
+	})
+	time.Sleep(5 * time.Millisecond)
+	submit(t, rt, hi, func(*Task) {}).Wait() // takes the stuck worker's token
+	raised := eventually(func() bool { return goruntime.GOMAXPROCS(0) == base+1 })
+	stop.Store(true)
+	stuck.Wait()
+	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a detached thread", base)
+	assert.True(t, eventually(func() bool { return goruntime.GOMAXPROCS(0) == base }),
+		"GOMAXPROCS stayed raised after the detached thread ended")
+}
+
+// eventually polls cond until it holds or patience runs out.
+func eventually(cond func() bool) bool {
+	for end := time.Now().Add(patience); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
 }
