@@ -100,7 +100,10 @@ func (w *worker) service(now int64) {
 // threads. With every core running a worker, the OS would otherwise let the
 // thread of the free P (timers, the network poller, Await-ed calls) wait for
 // a whole time slice, a millisecond or more, before it can wake a thread.
-const osYieldEvery = 50 * time.Microsecond
+// 20 µs against 50 µs: network echo p99 beside fine-grained fib at P=2, a
+// median of 1.37 ms against 2.82 ms over five paired runs, with no loss of
+// fib's throughput (a sched_yield with nothing to run costs under 1 µs).
+const osYieldEvery = 20 * time.Microsecond
 
 // newRound draws the primary priority for the next quantum, adopting a
 // criterion installed by SetCriterion. By default rounds are aligned: every
