@@ -34,6 +34,15 @@ func (t *Task) point() {
 	}
 }
 
+// enterPoint enters the runtime from thread t's code (see revoke.go) and
+// passes a preemption point there.
+func (g *gor) enterPoint(t *Task) {
+	g.enter(t)
+	if g.due() {
+		g.checkpoint(t)
+	}
+}
+
 // checkpoint serves the worker's duties from inside running thread t, then
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
@@ -77,10 +86,7 @@ func (t *Task) Spawn(child *Task) {
 // caller checks priorities first: child's must be at least t's.
 func (t *Task) Join(child *Task) {
 	g := t.g
-	g.enter(t)
-	if g.due() {
-		g.checkpoint(t)
-	}
+	g.enterPoint(t)
 	if child.Done() {
 		g.leave()
 		return
@@ -112,10 +118,7 @@ func (t *Task) Yield() { t.point() }
 // holds a processor again.
 func (t *Task) Suspend(f func()) {
 	g := t.g
-	g.enter(t)
-	if g.due() {
-		g.checkpoint(t)
-	}
+	g.enterPoint(t)
 	defer g.leave()
 	g.suspend(t, f)
 }
