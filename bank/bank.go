@@ -138,6 +138,22 @@ func (b *Bank[T]) Split(dst []Entry[T]) []Entry[T] {
 	return dst
 }
 
+// Prune removes the threads for which keep returns false, keeping the order of the rest:
+// threads that were run by other means (a stale entry) and must not be counted or dealt.
+func (b *Bank[T]) Prune(keep func(T) bool) {
+	n := 0
+	for i := range b.n {
+		if e := b.buf[b.at(i)]; keep(e.Item) {
+			b.buf[b.at(n)] = e
+			n++
+		}
+	}
+	for i := n; i < b.n; i++ {
+		b.buf[b.at(i)] = Entry[T]{}
+	}
+	b.n = n
+}
+
 // Clear removes every thread, appending them to dst oldest first, and returns dst.
 func (b *Bank[T]) Clear(dst []Entry[T]) []Entry[T] {
 	for i := range b.n {

@@ -193,3 +193,25 @@ func BenchmarkInsertRemove(b *testing.B) {
 		bk.Remove()
 	}
 }
+
+func TestPrune(t *testing.T) {
+	var b Bank[int]
+	for i := range 20 {
+		b.Insert(i, i%5)
+	}
+	b.Prune(func(x int) bool { return x%3 != 0 })
+	if b.Len() != 13 {
+		t.Fatalf("Len = %d after pruning 7 of 20", b.Len())
+	}
+	prev := -1
+	for b.Len() > 0 {
+		x, d, _ := b.Remove()
+		if x%3 == 0 {
+			t.Fatalf("pruned %d still there", x)
+		}
+		if prev >= 0 && d > prev {
+			t.Fatalf("order lost: depth %d after %d", d, prev)
+		}
+		prev = d
+	}
+}

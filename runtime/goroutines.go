@@ -38,9 +38,23 @@ type gor struct {
 	mode atomic.Uint32
 	// detBusy says a revocation counted g as computing (see revoke.go).
 	detBusy atomic.Bool
+
+	// Private to the goroutine and written at every fork and preemption
+	// point: padded off the fields above and off neighbouring objects, so
+	// that no other core's cache line moves when they change.
+	_ cacheLinePad
 	// count counts preemption points down to the next clock read.
 	count int
+	// lazy holds the lazy forks of the threads running on g (lazy.go).
+	lazy lazyStack
+	// wanted says a heartbeat found work wanted and no lazy fork to promote.
+	wanted bool
+	_      cacheLinePad
 }
+
+// cacheLinePad keeps what is around it on cache lines of its own (two lines:
+// adjacent-line prefetching pairs them).
+type cacheLinePad struct{ _ [128]byte }
 
 func (rt *Runtime) newGor() *gor {
 	rt.gors.Add(1)
@@ -68,6 +82,7 @@ func (g *gor) main() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
 		// dies, but its worker must not; a spare carries on.
 		if goexit && g.w != nil {
+			g.promoteAll(g.w)
 			g.handOff()
 		}
 	}()
@@ -182,6 +197,7 @@ func (g *gor) handOff() {
 // it up. It returns once t runs again, on whichever worker that is.
 func (g *gor) suspend(t *Task, during func()) {
 	g.rt.suspended.Add(1)
+	g.promoteAll(g.w)
 	g.handOff()
 	defer g.rejoin(t) // also when during panics: the panic goes on in t
 	during()
@@ -203,6 +219,7 @@ func (g *gor) rejoin(t *Task) {
 // can resume t while it still holds it.
 func (g *gor) waitFor(t, child *Task) {
 	g.rt.suspended.Add(1)
+	g.promoteAll(g.w)
 	g.handOff()
 	if !child.addWaiter(&waiter{g: g, t: t}) {
 		g.rt.steer(item{t: t, g: g}) // it finished meanwhile
@@ -216,6 +233,7 @@ func (g *gor) waitFor(t, child *Task) {
 func (g *gor) run(t *Task) {
 	t.g = g
 	g.w.runDepth = t.depth
+	floor := g.lazy.begin()
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
@@ -229,5 +247,43 @@ func (g *gor) run(t *Task) {
 	t.body.Run(t)
 	returned = true
 	g.enter(t)
+	g.promoteOrphans(g.w)
+	g.lazy.end(floor)
 	t.finish(g.w)
+}
+
+// runInline executes child, a lazy fork that its parent t claimed in Join,
+// on g without entering the scheduler: the fast path of fork-join code. It
+// enters only when the child left forks unjoined or somebody else waits for
+// it.
+func (g *gor) runInline(t, child *Task) {
+	child.g = g
+	floor := g.lazy.begin()
+	returned := false
+	defer func() {
+		if !returned { // runtime.Goexit, as in run
+			if g.mode.Load() != modeSched {
+				g.enter(t)
+			}
+			child.finish(g.w)
+		}
+	}()
+	child.body.Run(child)
+	returned = true
+	orphans := g.lazy.orphans()
+	if orphans {
+		g.enter(t)
+		g.promoteOrphans(g.w)
+	}
+	g.lazy.end(floor)
+	if ws := child.waiters.Swap(doneWaiters); ws != nil {
+		if !orphans {
+			g.enter(t)
+		}
+		wakeWaiters(child, ws, g.w)
+		orphans = true
+	}
+	if orphans {
+		g.leave()
+	}
 }

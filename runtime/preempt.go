@@ -50,11 +50,14 @@ func (g *gor) checkpoint(t *Task) {
 	g.count = checkEvery
 	w := g.w
 	now := w.rt.now()
+	w.runDepth = t.depth
+	g.heartbeat(w, now)
 	w.service(now)
 	if w.choose(int(t.rank), now) == int(t.rank) {
 		return
 	}
 	w.stats.preemptions.Add(1)
+	g.promoteAll(w)
 	w.insert(item{t: t, g: g})
 	g.handOff()
 	g.park() // handOff may have chosen t itself: then the token is back at once
@@ -64,13 +67,43 @@ func (g *gor) checkpoint(t *Task) {
 }
 
 // Spawn queues child, prepared with Init, as a thread forked by the running
-// thread t. The child goes into the bank of t's worker; a child of higher
-// priority makes the worker reconsider at the next preemption point.
+// thread t. A child at t's priority is a lazy fork (lazy.go): it costs a
+// push on the goroutine's own stack and is promoted into a bank only when
+// work is wanted elsewhere. A child of another priority is a real thread at
+// once, in the bank of t's worker; one of higher priority makes the worker
+// reconsider at the next preemption point.
 func (t *Task) Spawn(child *Task) {
 	child.depth = t.depth + 1
 	g := t.g
+	if child.rank == t.rank {
+		g.lazy.push(child)
+		// After the push, not before: see the invariants in lazy.go.
+		if g.mode.Load()&modeRevoked != 0 || g.due() {
+			g.enterPoint(t)
+			g.leave()
+		}
+		return
+	}
+	g.spawnReal(t, child, false)
+}
+
+// Offer queues child, prepared with Init, as a thread forked by the running
+// thread t, like Spawn, but as a real thread at once: it goes into the bank
+// of t's worker, where other workers can take it. Code that makes work on
+// demand uses it when Wanted says so.
+func (t *Task) Offer(child *Task) {
+	child.depth = t.depth + 1
+	t.g.spawnReal(t, child, true)
+}
+
+// spawnReal puts child, a fork of t, into the bank of t's worker; offered
+// counts it as a promotion.
+func (g *gor) spawnReal(t, child *Task, offered bool) {
 	g.enter(t)
 	w := g.w
+	if offered {
+		w.stats.promotions.Add(1)
+	}
 	w.insert(item{t: child})
 	if child.rank > t.rank {
 		w.attn.Store(1)
@@ -81,22 +114,47 @@ func (t *Task) Spawn(child *Task) {
 	g.leave()
 }
 
+// Wanted is a preemption point that also reports whether another worker
+// wants work of t's priority and t's worker has none to give: a parallel
+// loop then offers half of its remaining range (see thread.For). It reads
+// no shared memory unless a preemption point is due.
+func (t *Task) Wanted() bool {
+	g := t.g
+	t.point()
+	if g.wanted {
+		g.wanted = false
+		return true
+	}
+	return false
+}
+
 // Join returns once child has finished. A child that has not started runs
 // inline on t's goroutine; one running elsewhere parks t until it finishes. The
 // caller checks priorities first: child's must be at least t's.
 func (t *Task) Join(child *Task) {
 	g := t.g
+	if child.Done() {
+		t.point()
+		return
+	}
+	if child.rank == t.rank && !g.due() && child.claim() {
+		// The common case: a lazy fork joined by its parent, most often
+		// never promoted.
+		g.lazy.pop(child)
+		g.runInline(t, child)
+		return
+	}
 	g.enterPoint(t)
 	if child.Done() {
 		g.leave()
 		return
 	}
 	w := g.w
-	// The common case: child is the youngest thread of the local bank.
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
 	if child.claim() {
+		g.lazy.pop(child)
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker

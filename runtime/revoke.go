@@ -69,7 +69,8 @@ import "time"
 const staleAfter = 250 * time.Microsecond
 
 // The modes of a goroutine; see above. modeQueued goes with modeUser: the
-// worker's banks held threads when its holder left the scheduler, so the
+// worker's banks (or the holder's lazy forks) held threads when its holder
+// left the scheduler, so the
 // watchdog knows, without touching owner state, that a stall holds them up.
 const (
 	modeSched   uint32 = 0
@@ -81,7 +82,7 @@ const (
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
 	m := modeUser
-	if g.w.highest() >= 0 {
+	if g.w.highest() >= 0 || g.lazy.bot < g.lazy.top {
 		m |= modeQueued
 	}
 	g.mode.Store(m)
@@ -146,6 +147,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		v.detTop = max(v.detTop, v.running.Load())
 	}
 	v.detMu.Unlock()
+	v.takeLazy(h)
 	v.stats.rescues.Add(1)
 	rt.suspended.Add(1)
 	if busy {

@@ -340,6 +340,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 		return false
 	}
 	b := &w.banks[r]
+	w.live(r) // never deal stale entries: the receiver would find nothing
 	keep := 0
 	if r == next && r != w.cur {
 		keep = 1

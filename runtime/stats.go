@@ -18,6 +18,7 @@ type workerStats struct {
 	donations     atomic.Uint64
 	preemptions   atomic.Uint64
 	rescues       atomic.Uint64
+	promotions    atomic.Uint64
 }
 
 func newWorkerStats(ranks int) workerStats {
@@ -47,6 +48,9 @@ type Stats struct {
 	// (a call with no preemption point, or a block outside Await) and given
 	// to a new one; see docs/design.md.
 	Rescues uint64
+	// Promotions counts lazy forks made real threads, and parallel loops
+	// split, so that another worker could take the work (docs/design.md).
+	Promotions uint64
 }
 
 // PriorityStats is the share of the runtime one priority got.
@@ -92,6 +96,7 @@ func (rt *Runtime) Stats() Stats {
 		s.Donations += st.donations.Load()
 		s.Preemptions += st.preemptions.Load()
 		s.Rescues += st.rescues.Load()
+		s.Promotions += st.promotions.Load()
 	}
 	return s
 }

@@ -81,16 +81,21 @@ func (t *Task) claim() bool {
 // one (the paper's definition): it is the youngest thread of the bank, runs
 // next, and is not dealt away as if it were old, shallow work.
 func (t *Task) finish(w *worker) {
-	for ws := t.waiters.Swap(doneWaiters); ws != nil; ws = ws.next {
+	wakeWaiters(t, t.waiters.Swap(doneWaiters), w)
+	if t.root {
+		t.rt.roots.Add(-1)
+	}
+}
+
+// wakeWaiters makes ws, the waiters of t that just finished, runnable.
+func wakeWaiters(t *Task, ws *waiter, w *worker) {
+	for ; ws != nil; ws = ws.next {
 		if ws.ch != nil {
 			close(ws.ch)
 			continue
 		}
 		ws.t.depth = max(ws.t.depth, t.depth) + 1
 		w.insert(item{t: ws.t, g: ws.g})
-	}
-	if t.root {
-		t.rt.roots.Add(-1)
 	}
 }
 

@@ -53,7 +53,9 @@ type worker struct {
 	detBusy int   // computing ones
 	detTop  int32 // highest rank among the computing ones, rankLoop if none
 
-	// owner: touched only by the holder, in modeSched (revoke.go)
+	// owner: touched only by the holder, in modeSched (revoke.go); kept off
+	// the cache lines of the shared fields above
+	_         cacheLinePad
 	banks     []bank.Bank[item]
 	mopen     []bool // mailbox r was opened by us and not closed since
 	top       int    // no bank above this rank has threads

@@ -186,3 +186,85 @@ func BenchmarkAwaitResponse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFineFib: fib(30) with a spawn at every call and no cutoff,
+// against sequential fib and goroutines: reports the time relative to the
+// sequential code (T1/Ts and TP/Ts), the goal of lazy forks.
+func BenchmarkFineFib(b *testing.B) {
+	const n = 30
+	start := time.Now()
+	for range 5 {
+		seqFib(n)
+	}
+	seq := float64(time.Since(start).Nanoseconds()) / 5
+	b.Run("seq", func(b *testing.B) {
+		for b.Loop() {
+			seqFib(n)
+		}
+	})
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
+			rt, p := benchRT(b, procs)
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
+			for b.Loop() {
+				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			goruntime.ReadMemStats(&m1)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+		})
+	}
+}
+
+// BenchmarkFor: a parallel loop over 10M one-line bodies (a sum into
+// per-iteration slots), against the plain loop and one goroutine per
+// GOMAXPROCS chunk; reports ns and allocations per iteration.
+func BenchmarkFor(b *testing.B) {
+	const n = 10_000_000
+	out := make([]int, n)
+	body := func(i int) { out[i] = i * 3 }
+	b.Run("seq", func(b *testing.B) {
+		for b.Loop() {
+			for i := range n {
+				body(i)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iter")
+	})
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
+			rt, p := benchRT(b, procs)
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
+			for b.Loop() {
+				_, err := thread.Run(rt, p, func(c *thread.Ctx) error {
+					return thread.For(c, 0, n, func(_ *thread.Ctx, i int) { body(i) })
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			goruntime.ReadMemStats(&m1)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iter")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N)/n, "allocs/iter")
+		})
+	}
+	b.Run("goroutines", func(b *testing.B) {
+		procs := goruntime.GOMAXPROCS(0)
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for k := range procs {
+				wg.Go(func() {
+					for i := k * n / procs; i < (k+1)*n/procs; i++ {
+						body(i)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iter")
+	})
+}
