@@ -49,6 +49,8 @@ type gor struct {
 	lazy lazyStack
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
+	// local is Task.Local's slot.
+	local any
 	_      cacheLinePad
 }
 

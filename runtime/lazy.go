@@ -24,35 +24,40 @@ import "sync/atomic"
 //     promotes them into the worker it took, because the stuck thread may be
 //     blocked waiting for one of them.
 //
-// The stack. slots is written only by the goroutine that owns the stack;
-// top and bot are its private indices: slots[bot:top] are the forks not
-// promoted by the owner, slots[:bot] ones it promoted (they stay until
-// popped). A slot holds a task until it is overwritten; whether a task in
-// a slot is still to run is decided by its claimed flag, never by the slot.
+// The stack. slots is pushed only by the goroutine that owns the stack; a
+// slot holds a fork until somebody takes it out by compare-and-swap to nil:
+// the owner to run it inline (take), or the owner or a revoker to promote
+// it. top, bot and floor are the owner's private indices: slots[:top] may
+// hold forks, slots[:bot] hold none that is not claimed (a hint, so that a
+// heartbeat does not scan from the bottom each time). A slot at or above
+// top holds nil or a claimed task.
 //
 // Invariants, and why they hold:
-//   - A fork runs exactly once. Every path that runs a task (an inline Join,
-//     a worker taking it from a bank) first claims it by compare-and-swap;
-//     promotion only inserts it into a bank, so a task promoted twice (by
-//     its owner and by a revoker) leaves a stale entry that the loser's
-//     claim skips.
-//   - No fork is lost. A lazy fork is reachable from the slots until it was
-//     claimed. Its owner promotes every unclaimed fork before it parks or
-//     ends the thread that made it. A revoker reads the slots through the
-//     published array (atomic loads) after winning the compare-and-swap on
-//     the owner's mode word; the owner stores a fork into its slot (a
-//     sequentially consistent store) and then loads its mode word. Of two
-//     sequentially consistent accesses pairs, one sees the other: either
-//     the revoker sees the fork, or the owner sees modeRevoked and takes the
-//     slow path, which gives the fork to the runtime with the thread.
-//   - The fast paths write only the owner's slots and the forked task, which
-//     no other worker touches until promotion: nothing on a fork or join
-//     that is never promoted writes memory shared with other workers.
+//   - A fork runs exactly once. Taking it out of its slot is a
+//     compare-and-swap, so one party gets it: the owner, who runs it inline
+//     and never shares it (a record of thread.Fork2 may then be reused), or
+//     a promoter, who marks it shared and puts it into a bank, where every
+//     runner claims it by compare-and-swap on its state first (Task.claim).
+//     A fork joined out of order is claimed in place and its slot goes
+//     stale: promoters skip claimed tasks.
+//   - No fork is lost. A fork is in its slot until taken. Its owner promotes
+//     every fork still in a slot before it parks or ends the thread that
+//     made it (pops never go below the floor of the thread running now, so
+//     the forks a thread leaves unjoined are still found when it ends). A
+//     revoker scans the slots through the published array after winning the
+//     compare-and-swap on the owner's mode word, while the owner stores a
+//     fork into its slot and then loads its mode word. Both pairs are
+//     sequentially consistent, so either the revoker sees the fork, or the
+//     owner sees modeRevoked and takes the slow path, which gives the fork
+//     to the runtime with its thread.
+//   - The fast paths write only the owner's slots, which no other worker
+//     touches until a revocation: a fork and join that is never promoted
+//     writes no memory shared with other workers.
 type lazyStack struct {
 	slots []atomic.Pointer[Task] // owner's view of pub
 	pub   atomic.Pointer[[]atomic.Pointer[Task]]
-	top   int // slots[:top] may hold forks to run
-	bot   int // slots[:bot] were promoted by the owner
+	top   int
+	bot   int
 	// floor is top when the innermost thread running on the goroutine
 	// started: forks below it are its ancestors'. Pops never go below it,
 	// so that the forks a thread leaves unjoined are found when it ends.
@@ -77,14 +82,25 @@ func (s *lazyStack) grow() {
 	s.pub.Store(&slots)
 }
 
-// pop forgets t, which was just claimed, if it is the youngest fork, and
-// then any forks under it that were claimed meanwhile (joined out of order,
-// or run by another worker after promotion).
-func (s *lazyStack) pop(t *Task) {
-	if s.top > s.floor && s.slots[s.top-1].Load() == t {
-		s.top--
+// take takes t out of its slot if it is the youngest fork, then drops the
+// empty and claimed slots under it. It reports whether t was there: then
+// nobody else has seen it, and the caller runs it.
+func (s *lazyStack) take(t *Task) bool {
+	i := s.top - 1
+	if i < s.floor || s.slots[i].Load() != t || !s.slots[i].CompareAndSwap(t, nil) {
+		return false
 	}
-	for s.top > s.floor && s.slots[s.top-1].Load().claimed.Load() {
+	s.top = i
+	s.drop()
+	return true
+}
+
+// drop lowers top past slots that hold nothing left to run.
+func (s *lazyStack) drop() {
+	for s.top > s.floor {
+		if t := s.slots[s.top-1].Load(); t != nil && !t.claimed() {
+			break
+		}
 		s.top--
 	}
 	s.bot = min(s.bot, s.top)
@@ -98,54 +114,39 @@ func (s *lazyStack) begin() int {
 	return saved
 }
 
-// orphans reports whether the thread that runs now left forks unjoined that
-// nobody has promoted.
-func (s *lazyStack) orphans() bool { return max(s.floor, s.bot) < s.top }
+// orphans reports whether the thread that runs now may have left forks
+// unjoined.
+func (s *lazyStack) orphans() bool { return s.floor < s.top }
 
-// end closes the thread begun with begin, whose forks must all be claimed
-// or promoted by now.
+// end closes the thread begun with begin, whose forks must all be taken by
+// now (promoteOrphans).
 func (s *lazyStack) end(saved int) {
 	s.top = s.floor
 	s.bot = min(s.bot, s.top)
 	s.floor = saved
 }
 
-// oldest gives the oldest fork that is neither promoted by the owner nor
-// claimed, and marks it promoted.
-func (s *lazyStack) oldest() (*Task, bool) {
-	for s.bot < s.top {
-		t := s.slots[s.bot].Load()
-		s.bot++
-		if !t.claimed.Load() {
-			return t, true
+// promoteRange promotes into w the forks still in slots[from:to].
+func (g *gor) promoteRange(w *worker, from, to int) {
+	for i := from; i < to; i++ {
+		if t := g.lazy.slots[i].Load(); t != nil && g.lazy.slots[i].CompareAndSwap(t, nil) {
+			w.promoted(t)
 		}
 	}
-	return nil, false
 }
 
 // promoteOrphans promotes into w the forks that the thread running now
 // leaves unjoined; w is owned by the caller.
 func (g *gor) promoteOrphans(w *worker) {
-	s := &g.lazy
-	for i := max(s.floor, s.bot); i < s.top; i++ {
-		if t := s.slots[i].Load(); !t.claimed.Load() {
-			w.promoted(t)
-		}
-	}
-	s.bot = max(s.bot, s.top)
+	g.promoteRange(w, g.lazy.floor, g.lazy.top)
 }
 
 // promoteAll promotes into w every lazy fork of g: g is about to park, and
-// its forks are ready threads that nobody else could run meanwhile. They
-// keep their slots, so that the threads on g find them when they resume.
+// its forks are ready threads that nobody else could run meanwhile. The
+// threads on g find them claimed or shared when they resume.
 func (g *gor) promoteAll(w *worker) {
-	s := &g.lazy
-	for i := s.bot; i < s.top; i++ {
-		if t := s.slots[i].Load(); !t.claimed.Load() {
-			w.promoted(t)
-		}
-	}
-	s.bot = s.top
+	g.promoteRange(w, g.lazy.bot, g.lazy.top)
+	g.lazy.bot = g.lazy.top
 }
 
 // heartbeat promotes g's oldest lazy fork when work is wanted: a deal is
@@ -158,15 +159,19 @@ func (g *gor) heartbeat(w *worker, now int64) {
 	if len(w.rt.workers) < 2 || now < w.nextDeal && !w.requests.Pending() {
 		return
 	}
-	t, ok := g.lazy.oldest()
-	switch {
-	case !ok:
-		g.wanted = w.cur >= 0 && w.live(w.cur) == 0
-	case w.live(int(t.rank)) == 0:
-		w.promoted(t)
-	default:
-		g.lazy.bot-- // keep it lazy: the bank has work to deal
+	s := &g.lazy
+	for ; s.bot < s.top; s.bot++ {
+		t := s.slots[s.bot].Load()
+		if t == nil || t.claimed() {
+			continue
+		}
+		if w.live(int(t.rank)) == 0 && s.slots[s.bot].CompareAndSwap(t, nil) {
+			w.promoted(t)
+			s.bot++
+		}
+		return
 	}
+	g.wanted = w.cur >= 0 && w.live(w.cur) == 0
 }
 
 // live drops the stale entries of bank r (forks promoted and then joined
@@ -175,27 +180,29 @@ func (g *gor) heartbeat(w *worker, now int64) {
 func (w *worker) live(r int) int {
 	b := &w.banks[r]
 	if b.Len() > 0 {
-		b.Prune(func(it item) bool { return it.g != nil || !it.t.claimed.Load() })
+		b.Prune(func(it item) bool { return it.g != nil || !it.t.claimed() })
 	}
 	return b.Len()
 }
 
-// promoted inserts lazy fork t into w's banks.
+// promoted inserts lazy fork t into w's banks, unless it was claimed.
 func (w *worker) promoted(t *Task) {
-	w.stats.promotions.Add(1)
-	w.insert(item{t: t})
+	if t.share() {
+		w.stats.promotions.Add(1)
+		w.insert(item{t: t})
+	}
 }
 
 // takeLazy promotes into w, which the caller took from h by revocation,
-// every lazy fork of h that is not claimed. h may be running and pushing or
-// popping meanwhile: see the invariants above.
+// every lazy fork still in h's slots. h may be running and pushing or
+// taking meanwhile: see the invariants above.
 func (w *worker) takeLazy(h *gor) {
 	p := h.lazy.pub.Load()
 	if p == nil {
 		return
 	}
 	for i := range *p {
-		if t := (*p)[i].Load(); t != nil && !t.claimed.Load() {
+		if t := (*p)[i].Load(); t != nil && (*p)[i].CompareAndSwap(t, nil) {
 			w.promoted(t)
 		}
 	}

@@ -137,10 +137,9 @@ func (t *Task) Join(child *Task) {
 		t.point()
 		return
 	}
-	if child.rank == t.rank && !g.due() && child.claim() {
+	if child.rank == t.rank && !g.due() && (g.lazy.take(child) || child.claim()) {
 		// The common case: a lazy fork joined by its parent, most often
 		// never promoted.
-		g.lazy.pop(child)
 		g.runInline(t, child)
 		return
 	}
@@ -153,8 +152,7 @@ func (t *Task) Join(child *Task) {
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if child.claim() {
-		g.lazy.pop(child)
+	if g.lazy.take(child) || child.claim() {
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker
@@ -165,6 +163,29 @@ func (t *Task) Join(child *Task) {
 	}
 	g.leave()
 }
+
+// TakeFork takes child, a lazy fork of t made by Spawn, so that t's code
+// runs it inline as a plain call (fine-grained fork-join without a handle,
+// see thread.Fork2). It reports false when another worker took child
+// first: then t must Join it. private says that child never left t's
+// goroutine, so that nothing refers to it any more and it may be prepared
+// and spawned again for another fork.
+func (t *Task) TakeFork(child *Task) (taken, private bool) {
+	if t.g.lazy.take(child) {
+		return true, true
+	}
+	return child.claim(), false
+}
+
+// Nest adds d to the fork depth of the running thread t: code that runs
+// lazy forks inline as plain calls (thread.Fork2) goes one level deeper for
+// their duration, so that the forks they make in turn count as younger, of
+// less potential, than the ones made before.
+func (t *Task) Nest(d int32) { t.depth += d }
+
+// Local is a slot private to the goroutine that runs t and the threads it
+// runs inline, for caches of package thread (pooled fork records).
+func (t *Task) Local() *any { return &t.g.local }
 
 // Yield is a preemption point for threads that run long loops without other
 // thread operations.

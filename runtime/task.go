@@ -15,9 +15,11 @@ type Body interface {
 // Task is one thread as the scheduler sees it. Package thread embeds it in
 // its typed handles, so a spawn costs one allocation.
 //
-// Two atomic words carry its life: claimed goes from 0 to 1 exactly once, by
-// the worker that pops it from a bank or by a thread that joins it before it
-// started (and then runs it inline); waiters is a stack of joiners that
+// Two atomic words carry its life. state holds two bits: stateClaimed is
+// set exactly once, by the worker that pops the task from a bank or by a
+// thread that joins it before it started (and then runs it inline);
+// stateShared is set when the task may sit in a bank or mailbox, where other
+// workers can see it, and never cleared. waiters is a stack of joiners that
 // becomes doneWaiters when the task finishes.
 type Task struct {
 	body    Body
@@ -25,7 +27,7 @@ type Task struct {
 	rank    int32
 	depth   int32
 	root    bool // submitted from outside: counted in Runtime.roots
-	claimed atomic.Bool
+	state   atomic.Uint32
 	// g is the goroutine that runs the task, set when it starts. The task
 	// stays on that goroutine for its whole life, even when it moves between
 	// workers: continuations are parked goroutines.
@@ -70,9 +72,40 @@ func (t *Task) Runtime() *Runtime { return t.rt }
 // Done reports whether the task has finished.
 func (t *Task) Done() bool { return t.waiters.Load() == doneWaiters }
 
+// The bits of Task.state.
+const (
+	stateClaimed uint32 = 1
+	stateShared  uint32 = 2
+)
+
 // claim takes the right to run t; it succeeds once.
 func (t *Task) claim() bool {
-	return !t.claimed.Load() && t.claimed.CompareAndSwap(false, true)
+	for {
+		s := t.state.Load()
+		if s&stateClaimed != 0 {
+			return false
+		}
+		if t.state.CompareAndSwap(s, s|stateClaimed) {
+			return true
+		}
+	}
+}
+
+// claimed reports whether t was claimed.
+func (t *Task) claimed() bool { return t.state.Load()&stateClaimed != 0 }
+
+// share marks t as visible to other workers before it goes into a bank; it
+// fails if t was claimed meanwhile, and then must not be queued.
+func (t *Task) share() bool {
+	for {
+		s := t.state.Load()
+		if s&stateClaimed != 0 {
+			return false
+		}
+		if s&stateShared != 0 || t.state.CompareAndSwap(s, s|stateShared) {
+			return true
+		}
+	}
 }
 
 // finish marks t done and makes its waiters runnable. Joining threads go
@@ -128,6 +161,6 @@ func (t *Task) Wait() {
 // Abandon marks a task that will never run (it failed before it was given
 // to a worker) as finished, so that waiting on it returns at once.
 func (t *Task) Abandon() {
-	t.claimed.Store(true)
+	t.state.Store(stateClaimed)
 	t.waiters.Store(doneWaiters)
 }

@@ -217,6 +217,30 @@ func BenchmarkFineFib(b *testing.B) {
 			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
 		})
 	}
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fork2/P=%d", procs), func(b *testing.B) {
+			rt, p := benchRT(b, procs)
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
+			for b.Loop() {
+				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib2(c, n) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			goruntime.ReadMemStats(&m1)
+			forks := float64(b.N) * float64(spawns(n))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/forks, "ns/fork")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/forks, "allocs/fork")
+			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+		})
+	}
+	b.Run("goroutines", func(b *testing.B) {
+		for b.Loop() {
+			goFib(n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+	})
 }
 
 // BenchmarkFor: a parallel loop over 10M one-line bodies (a sum into

@@ -1,6 +1,10 @@
 package thread
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+
+	"github.com/fairlyprompt/fairly/runtime"
+)
 
 // For calls body(c, i) for every i in [lo, hi), in parallel where workers
 // are free, at c's priority, and returns when every call has returned.
@@ -62,4 +66,126 @@ func offer(c *Ctx, lo, hi int, body func(*Ctx, int)) *Handle[error] {
 	h.ctx.task.InitLike(&c.task, h)
 	c.task.Offer(&h.ctx.task)
 	return h
+}
+
+// Fork2 calls f(c, x) and f(c, y), the second in parallel where a worker is
+// free, and returns both results: the fork-join of a recursive function
+// that calls itself twice, with no handle and, in the common case, no
+// allocation and no shared write.
+//
+//	func fib(c *thread.Ctx, n int) int {
+//		if n < 2 {
+//			return n
+//		}
+//		a, b := thread.Fork2(c, fib, n-1, n-2)
+//		return a + b
+//	}
+//
+// f(c, y) is a lazy fork: it runs on the calling thread, as a plain call
+// after f(c, x), unless another worker wanted work meanwhile and took it
+// (see docs/design.md, lazy forks). Both calls run at c's priority; pass a
+// function, not a closure that captures variables, to keep a fork free of
+// allocation. A panic in either call panics the caller, as with plain calls,
+// and a panic in the first cancels the second unless it already started.
+// The two calls must not wait for each other (a channel between them): the
+// second may run only after the first returns.
+func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
+	if f == nil {
+		panic("thread.Fork2: nil function")
+	}
+	pool := forkPoolOf[A, R](c)
+	rec := pool.get()
+	rec.f, rec.arg = f, y
+	rec.ctx.task.InitLike(&c.task, rec)
+	c.task.Spawn(&rec.ctx.task)
+	c.task.Nest(1)
+	rx := callFirst(c, f, x, &rec.ctx.task)
+	taken, private := c.task.TakeFork(&rec.ctx.task)
+	var ry R
+	if taken {
+		ry = f(c, y)
+		c.task.Nest(-1)
+	} else {
+		c.task.Nest(-1)
+		c.task.Join(&rec.ctx.task)
+		if rec.err != nil {
+			panic(rec.err)
+		}
+		ry = rec.res
+	}
+	if private {
+		pool.put(rec)
+	}
+	return rx, ry
+}
+
+// callFirst calls f(c, x); if it panics, the lazy fork is cancelled when no
+// worker took it yet, as a second plain call would never have started.
+func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, fork *runtime.Task) R {
+	returned := false
+	defer func() {
+		if !returned {
+			c.task.Nest(-1)
+			c.task.TakeFork(fork)
+		}
+	}()
+	r := f(c, x)
+	returned = true
+	return r
+}
+
+// forkRec is the lazy half of a Fork2. A record that never left its
+// goroutine is reused for the next fork; one that was promoted may still be
+// referred to by a stale bank entry, and is left to the collector.
+type forkRec[A, R any] struct {
+	ctx Ctx // the fork's task
+	f   func(*Ctx, A) R
+	arg A
+	res R
+	err *PanicError
+}
+
+// Run is the runtime.Body of a record that another worker took.
+func (r *forkRec[A, R]) Run(*runtime.Task) {
+	returned := false
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = &PanicError{Value: p, Stack: debug.Stack()}
+		} else if !returned {
+			r.err = &PanicError{Value: ErrGoexit}
+		}
+	}()
+	r.res = r.f(&r.ctx, r.arg)
+	returned = true
+}
+
+// forkPool keeps the records of one goroutine, for one pair of types.
+type forkPool[A, R any] struct{ free []*forkRec[A, R] }
+
+// forkPoolOf gives the pool of c's goroutine for these types, making it the
+// goroutine's cached pool if another was (code that forks at several types
+// in turn then allocates records, and stays correct).
+func forkPoolOf[A, R any](c *Ctx) *forkPool[A, R] {
+	slot := c.task.Local()
+	if p, ok := (*slot).(*forkPool[A, R]); ok {
+		return p
+	}
+	p := &forkPool[A, R]{}
+	*slot = p
+	return p
+}
+
+func (p *forkPool[A, R]) get() *forkRec[A, R] {
+	if n := len(p.free); n > 0 {
+		r := p.free[n-1]
+		p.free = p.free[:n-1]
+		return r
+	}
+	return &forkRec[A, R]{}
+}
+
+func (p *forkPool[A, R]) put(r *forkRec[A, R]) {
+	var zero forkRec[A, R]
+	r.f, r.arg, r.res = nil, zero.arg, zero.res
+	p.free = append(p.free, r)
 }

@@ -3,8 +3,12 @@ package thread_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
@@ -109,4 +113,112 @@ func runErr(rt *runtime.Runtime, p fairness.Priority, f func(c *thread.Ctx) erro
 		return err
 	}
 	return v
+}
+
+func fib2(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := thread.Fork2(c, fib2, n-1, n-2)
+	return a + b
+}
+
+// Fork2 gives the right results at every P, including when forks are taken
+// by other workers (fib(27) forks 300,000 times).
+func TestFork2(t *testing.T) {
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("P=%d", procs), func(t *testing.T) {
+			rt, p := forRT(t, procs)
+			for range 3 {
+				v, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib2(c, 27) })
+				if err != nil || v != 196418 {
+					t.Fatalf("fib2(27) = %d, %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+// A panic in either half of a Fork2 reaches the caller; a panic in the
+// first half cancels the second when nobody took it.
+func TestFork2Panic(t *testing.T) {
+	rt, p := forRT(t, 2)
+	var second atomic.Int32
+	_, err := thread.Run(rt, p, func(c *thread.Ctx) int {
+		a, _ := thread.Fork2(c, func(c *thread.Ctx, i int) int {
+			if i == 0 {
+				panic("first")
+			}
+			second.Add(1)
+			return i
+		}, 0, 1)
+		return a
+	})
+	var pe *thread.PanicError
+	if !errors.As(err, &pe) || pe.Value != "first" {
+		t.Fatalf("err = %v, want the first half's panic", err)
+	}
+	_, err = thread.Run(rt, p, func(c *thread.Ctx) int {
+		_, b := thread.Fork2(c, func(c *thread.Ctx, i int) int {
+			if i == 1 {
+				panic("second")
+			}
+			return i
+		}, 0, 1)
+		return b
+	})
+	if !errors.As(err, &pe) || pe.Value != "second" {
+		t.Fatalf("err = %v, want the second half's panic", err)
+	}
+	if n := second.Load(); n > 0 {
+		t.Logf("the second half ran %d times after the first panicked (taken by another worker)", n)
+	}
+}
+
+// Stress: Fork2, For and Spawn mixed, on more workers than cores, with
+// leaves that now and then block outside Await (so their workers are
+// revoked and their lazy forks taken by the revoker while the owner goes on
+// forking). Every leaf runs exactly once.
+func TestStressLazyForks(t *testing.T) {
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 4, c)
+	var leaves atomic.Int64
+	var tree func(c *thread.Ctx, n int) int
+	tree = func(c *thread.Ctx, n int) int {
+		switch {
+		case n < 2:
+			if leaves.Add(1)%1500 == 0 {
+				time.Sleep(300 * time.Microsecond) // blocks outside Await
+			}
+			return 1
+		case n%3 == 0:
+			h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return tree(c, n-1) })
+			b := tree(c, n-2)
+			a, err := thread.Join(c, h)
+			if err != nil {
+				panic(err)
+			}
+			return a + b
+		case n%5 == 0:
+			var sum atomic.Int64
+			if err := thread.For(c, 0, 2, func(c *thread.Ctx, i int) { sum.Add(int64(tree(c, n-1-i))) }); err != nil {
+				panic(err)
+			}
+			return int(sum.Load())
+		}
+		a, b := thread.Fork2(c, tree, n-1, n-2)
+		return a + b
+	}
+	const roots, depth = 24, 18
+	want := 4181 // leaves of the tree: fib(19)
+	var wg sync.WaitGroup
+	for i := range roots {
+		wg.Go(func() {
+			v, err := thread.Run(rt, ps[i%3], func(c *thread.Ctx) int { return tree(c, depth) })
+			assert.NoError(t, err)
+			assert.Equal(t, want, v, "root %d", i)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(roots*want), leaves.Load(), "every leaf ran exactly once")
 }
