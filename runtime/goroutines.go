@@ -51,7 +51,7 @@ type gor struct {
 	wanted bool
 	// local is Task.Local's slot.
 	local any
-	_      cacheLinePad
+	_     cacheLinePad
 }
 
 // cacheLinePad keeps what is around it on cache lines of its own (two lines:

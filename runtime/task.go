@@ -22,12 +22,12 @@ type Body interface {
 // workers can see it, and never cleared. waiters is a stack of joiners that
 // becomes doneWaiters when the task finishes.
 type Task struct {
-	body    Body
-	rt      *Runtime
-	rank    int32
-	depth   int32
-	root    bool // submitted from outside: counted in Runtime.roots
-	state   atomic.Uint32
+	body  Body
+	rt    *Runtime
+	rank  int32
+	depth int32
+	root  bool // submitted from outside: counted in Runtime.roots
+	state atomic.Uint32
 	// g is the goroutine that runs the task, set when it starts. The task
 	// stays on that goroutine for its whole life, even when it moves between
 	// workers: continuations are parked goroutines.
