@@ -211,3 +211,35 @@ func ExampleYield() {
 	fmt.Println(count, "primes below 20000")
 	// Output: 2262 primes below 20000
 }
+
+// fib3 forks with Fork2 at every call: no cutoff, no allocation per fork.
+func fib3(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := thread.Fork2(c, fib3, n-1, n-2)
+	return a + b
+}
+
+func ExampleFork2() {
+	rt, _, batch := setup()
+	defer rt.Close()
+
+	v, err := thread.Run(rt, batch, func(c *thread.Ctx) int { return fib3(c, 25) })
+	fmt.Println(v, err)
+	// Output: 75025 <nil>
+}
+
+func ExampleFor() {
+	rt, _, batch := setup()
+	defer rt.Close()
+
+	squares := make([]int, 1000)
+	loopErr, err := thread.Run(rt, batch, func(c *thread.Ctx) error {
+		// Iterations run in order on this thread; halves of the rest go to
+		// other workers only when they ask for work.
+		return thread.For(c, 0, len(squares), func(_ *thread.Ctx, i int) { squares[i] = i * i })
+	})
+	fmt.Println(squares[999], loopErr, err)
+	// Output: 998001 <nil> <nil>
+}
