@@ -222,3 +222,31 @@ func TestStressLazyForks(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(roots*want), leaves.Load(), "every leaf ran exactly once")
 }
+
+// Forks that no other worker takes allocate nothing: fib(20) through Fork2
+// makes 10,945 forks, and a whole Run of it allocates only what Run itself
+// needs. Likewise a loop of 100,000 iterations through For.
+func TestLazyForksDoNotAllocate(t *testing.T) {
+	rt, p := forRT(t, 1)
+	fork := func() {
+		if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib2(c, 20) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork() // fills the goroutine's pool of fork records
+	if n := testing.AllocsPerRun(20, fork); n > 8 {
+		t.Errorf("Run of fib(20) through Fork2: %v allocations, want only Run's own", n)
+	}
+	var sink atomic.Int64
+	loop := func() {
+		_, err := thread.Run(rt, p, func(c *thread.Ctx) error {
+			return thread.For(c, 0, 100_000, func(_ *thread.Ctx, i int) { sink.Add(int64(i)) })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testing.AllocsPerRun(20, loop); n > 8 {
+		t.Errorf("Run of a 100,000-iteration For: %v allocations, want only Run's own", n)
+	}
+}
