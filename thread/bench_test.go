@@ -64,26 +64,41 @@ func spawns(n int) int {
 	return 1 + spawns(n-1) + spawns(n-2)
 }
 
-// BenchmarkSpawnJoin: fib(27) spawning at every call; ns/spawn compares a
-// fairly thread with a goroutine and a WaitGroup.
+// benchForks runs fork(n) (a fib that forks at every call) at P procs and
+// reports per fork: time, allocations and bytes, and, given the sequential
+// time seq, the run time relative to it and the collector's cycles per
+// second.
+func benchForks(b *testing.B, procs, n int, fork func(*thread.Ctx, int) int, seq float64) {
+	rt, p := benchRT(b, procs)
+	var m0, m1 goruntime.MemStats
+	goruntime.ReadMemStats(&m0)
+	for b.Loop() {
+		if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fork(c, n) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	goruntime.ReadMemStats(&m1)
+	forks := float64(b.N) * float64(spawns(n))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/forks, "ns/spawn")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/forks, "allocs/spawn")
+	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/forks, "B/spawn")
+	if seq > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+		b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+	}
+}
+
+// BenchmarkSpawnJoin: fib(27) forking at every call; ns/spawn compares a
+// fairly thread (Spawn and Join, or Fork2) with a goroutine and a WaitGroup.
 func BenchmarkSpawnJoin(b *testing.B) {
 	const n = 27
 	per := float64(spawns(n))
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
-			rt, p := benchRT(b, procs)
-			var m0, m1 goruntime.MemStats
-			goruntime.ReadMemStats(&m0)
-			for b.Loop() {
-				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			goruntime.ReadMemStats(&m1)
-			spawned := float64(b.N) * per
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spawned, "ns/spawn")
-			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/spawned, "allocs/spawn")
-			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/spawned, "B/spawn")
+			benchForks(b, procs, n, fib, 0)
+		})
+		b.Run(fmt.Sprintf("fork2/P=%d", procs), func(b *testing.B) {
+			benchForks(b, procs, n, fib2, 0)
 		})
 	}
 	b.Run("goroutines", func(b *testing.B) {
@@ -204,37 +219,14 @@ func BenchmarkFineFib(b *testing.B) {
 	})
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
-			rt, p := benchRT(b, procs)
-			var m0, m1 goruntime.MemStats
-			goruntime.ReadMemStats(&m0)
-			for b.Loop() {
-				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			goruntime.ReadMemStats(&m1)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
-			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+			benchForks(b, procs, n, fib, seq)
 		})
 	}
 	// P=8 on a 2-core machine: oversubscribed workers must not collapse
 	// the fork path (no shared writes on it).
 	for _, procs := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("fork2/P=%d", procs), func(b *testing.B) {
-			rt, p := benchRT(b, procs)
-			var m0, m1 goruntime.MemStats
-			goruntime.ReadMemStats(&m0)
-			for b.Loop() {
-				if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib2(c, n) }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			goruntime.ReadMemStats(&m1)
-			forks := float64(b.N) * float64(spawns(n))
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/forks, "ns/fork")
-			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/forks, "allocs/fork")
-			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
+			benchForks(b, procs, n, fib2, seq)
 		})
 	}
 	b.Run("goroutines", func(b *testing.B) {
