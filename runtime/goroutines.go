@@ -234,7 +234,6 @@ func (g *gor) waitFor(t, child *Task) {
 // scheduler mode, holding a token (not necessarily the same worker's).
 func (g *gor) run(t *Task) {
 	t.g = g
-	g.w.runDepth = t.depth
 	floor := g.lazy.begin()
 	returned := false
 	defer func() {

@@ -50,7 +50,6 @@ func (g *gor) checkpoint(t *Task) {
 	g.count = checkEvery
 	w := g.w
 	now := w.rt.now()
-	w.runDepth = t.depth
 	g.heartbeat(w, now)
 	w.service(now)
 	if w.choose(int(t.rank), now) == int(t.rank) {
@@ -63,7 +62,6 @@ func (g *gor) checkpoint(t *Task) {
 	g.park() // handOff may have chosen t itself: then the token is back at once
 	w = g.w
 	w.setRunning(int(t.rank))
-	w.runDepth = t.depth
 }
 
 // Spawn queues child, prepared with Init, as a thread forked by the running
@@ -114,13 +112,21 @@ func (g *gor) spawnReal(t, child *Task, offered bool) {
 	g.leave()
 }
 
-// Wanted is a preemption point that also reports whether another worker
-// wants work of t's priority and t's worker has none to give: a parallel
-// loop then offers half of its remaining range (see thread.For). It reads
-// no shared memory unless a preemption point is due.
+// Due counts a preemption point of t and reports whether the point must
+// pass through the scheduler: then the caller calls Wanted. It reads no
+// shared memory but the worker's attention word and inlines, so that a
+// loop can poll at every iteration.
+func (t *Task) Due() bool { return t.g.due() }
+
+// Wanted passes a preemption point that Due reported due, and reports
+// whether another worker wants work of t's priority and t's worker has
+// none to give: a parallel loop then offers half of its remaining range
+// (see thread.For).
 func (t *Task) Wanted() bool {
 	g := t.g
-	t.point()
+	g.enter(t)
+	g.checkpoint(t)
+	g.leave()
 	if g.wanted {
 		g.wanted = false
 		return true
@@ -157,7 +163,6 @@ func (t *Task) Join(child *Task) {
 		g.run(child)
 		w = g.w // run may return on another worker
 		w.setRunning(int(t.rank))
-		w.runDepth = t.depth
 	} else {
 		g.waitFor(t, child)
 	}

@@ -329,12 +329,11 @@ func (w *worker) deal(now int64) {
 
 // sendTo deals the oldest quarter (by fork potential) of bank r to v, if v's
 // mailbox for r is open and can be claimed, and the bank holds surplus:
-// the youngest thread of rank next, which this worker runs next, stays, and
-// so does the only child of the running thread, which will join it soon
-// (dealing it would make that join wait on another worker, and the two
-// workers would pass small pieces back and forth). Without the first rule,
-// two workers that both donate to an empty primary priority pass a thread
-// of that priority back and forth by deals, neither running it.
+// the youngest thread of rank next, which this worker runs next, stays.
+// Without that rule, two workers that both donate to an empty primary
+// priority pass a thread of that priority back and forth by deals, neither
+// running it. A fork of the running thread is fair game: with lazy forks it
+// reached the bank only because work was wanted elsewhere.
 func (w *worker) sendTo(v *worker, r, next int) bool {
 	if r < 0 || r >= len(w.banks) {
 		return false
@@ -343,8 +342,6 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 	w.live(r) // never deal stale entries: the receiver would find nothing
 	keep := 0
 	if r == next && r != w.cur {
-		keep = 1
-	} else if e, ok := b.Youngest(); ok && r == w.cur && int32(e.Depth) > w.runDepth {
 		keep = 1
 	}
 	if b.Len() <= keep {

@@ -64,7 +64,6 @@ type worker struct {
 	nextDeal  int64
 	nextYield int64
 	cur       int   // rank being run, as in running
-	runDepth  int32 // fork depth of the thread being run, for deals
 	since     int64 // when cur started being accounted
 	borrowed  int64 // time this round at ranks above the primary one
 	critVer   uint64

@@ -48,7 +48,7 @@ func forRange(c *Ctx, lo, hi int, body func(*Ctx, int)) (err error) {
 		}
 	}()
 	for i := lo; i < hi; i++ {
-		if hi-i > 1 && c.task.Wanted() {
+		if c.task.Due() && c.task.Wanted() && hi-i > 1 {
 			mid := i + (hi-i+1)/2
 			halves = append(halves, offer(c, mid, hi, body))
 			hi = mid
