@@ -149,14 +149,17 @@ func (g *gor) promoteAll(w *worker) {
 	g.lazy.bot = g.lazy.top
 }
 
-// heartbeat promotes g's oldest lazy fork when work is wanted: a deal is
-// due or was asked for, and the bank of that fork's priority is empty, so
-// the deal would have nothing to give. One fork per heartbeat is enough:
-// the oldest carries the most work (the greatest fork potential). With no
-// lazy fork to give, it raises g.wanted instead, for code that can make
-// work on demand (a parallel loop splits its range, see Task.Wanted).
+// heartbeat keeps one real thread of the running priority in the bank when
+// the goroutine has lazy forks: at every due preemption point (every
+// checkEvery points, or when the attention word is raised), if the bank of
+// that priority is empty, it promotes the oldest lazy fork, the one of
+// greatest fork potential. A deal or a request then finds work at once,
+// while at most one fork in checkEvery pays for a bank. With no lazy fork
+// to give, and a deal due or asked for, it raises g.wanted instead, for
+// code that can make work on demand (a parallel loop splits its range, see
+// Task.Wanted).
 func (g *gor) heartbeat(w *worker, now int64) {
-	if len(w.rt.workers) < 2 || now < w.nextDeal && !w.requests.Pending() {
+	if len(w.rt.workers) < 2 {
 		return
 	}
 	s := &g.lazy
@@ -171,7 +174,9 @@ func (g *gor) heartbeat(w *worker, now int64) {
 		}
 		return
 	}
-	g.wanted = w.cur >= 0 && w.live(w.cur) == 0
+	if now >= w.nextDeal || w.requests.Pending() {
+		g.wanted = w.cur >= 0 && w.live(w.cur) == 0
+	}
 }
 
 // live drops the stale entries of bank r (forks promoted and then joined

@@ -80,6 +80,7 @@ func (g *gor) poll() {
 // steering is considered by this worker's choose before it can be dealt on.
 func (w *worker) service(now int64) {
 	w.attn.Store(0)
+	w.asked = false
 	w.beat.Add(1)
 	w.lastService.Store(now)
 	if now >= w.nextRound {
@@ -186,6 +187,9 @@ func (w *worker) choose(cur int, now int64) int {
 	p := w.primary
 	if p != cur && w.banks[p].Len() == 0 {
 		w.open(p)
+		if !w.asked {
+			w.ask(false)
+		}
 		return top
 	}
 	if top > p && w.lends[top] && w.rt.borrow && w.mayBorrow(now) {
@@ -306,7 +310,9 @@ func (w *worker) deal(now int64) {
 	next := w.choose(w.cur, now)
 	if id, r, ok := w.requests.Take(); ok && id != w.id {
 		v := ws[id]
-		if w.sendTo(v, r, next) || w.sendTo(v, w.cur, next) {
+		anything := r&anyRank != 0
+		r &^= anyRank
+		if w.sendTo(v, r, next) || !anything || w.sendTo(v, w.cur, next) {
 			return
 		}
 		for r := w.top; r >= 0; r-- {
@@ -368,14 +374,7 @@ func (w *worker) idle(g *gor) {
 	for r := range w.mail {
 		w.open(r)
 	}
-	ws := w.rt.workers
-	if len(ws) > 1 {
-		v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
-		if v.requests.Post(w.id, w.primary) {
-			v.attn.Store(1)
-			w.stats.requests.Add(1)
-		}
-	}
+	w.ask(true)
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
 	// spares; either way g stops being the sleeper and parks to learn which.
@@ -402,6 +401,33 @@ func (w *worker) idle(g *gor) {
 	}
 	g.park()
 }
+
+// ask posts a request for work of the primary priority to a random other
+// worker and makes it look at it at its next preemption point. A worker
+// asks when it is idle (anything: it takes work of any priority), and, once per
+// pass through the scheduler, when it donates its processor because its
+// primary bank is empty (only the primary priority will do): lazy forks
+// reach a bank only when someone wants work, so the worker that holds them
+// must be told.
+func (w *worker) ask(anything bool) {
+	ws := w.rt.workers
+	w.asked = true
+	if len(ws) < 2 {
+		return
+	}
+	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
+	r := w.primary
+	if anything {
+		r |= anyRank
+	}
+	if v.requests.Post(w.id, r) {
+		v.attn.Store(1)
+		w.stats.requests.Add(1)
+	}
+}
+
+// anyRank marks a request that work of any priority answers.
+const anyRank = 1 << 30
 
 // idleSpin is how long an idle worker watches for work before it sleeps.
 const idleSpin = 50 * time.Microsecond

@@ -63,6 +63,7 @@ type worker struct {
 	nextRound int64
 	nextDeal  int64
 	nextYield int64
+	asked     bool  // a request was posted since the last pass through the scheduler
 	cur       int   // rank being run, as in running
 	since     int64 // when cur started being accounted
 	borrowed  int64 // time this round at ranks above the primary one
