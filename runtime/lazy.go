@@ -8,14 +8,14 @@ import "sync/atomic"
 // pushed on the lazy stack of the goroutine that runs the parent, and in the
 // common case the parent joins it before anybody else wanted it: Join pops
 // it and calls it inline, and the fork never cost a bank operation, a mode
-// change or a shared write. A lazy fork becomes a real thread of the bank
+// change or a write to memory that other workers use. A lazy fork becomes a real thread of the bank
 // (it is promoted) only when work is wanted elsewhere, as in heartbeat
 // scheduling (Acar et al., PLDI 2018):
 //
 //   - at a heartbeat: a preemption point that is due anyway (every
 //     checkEvery points or when the attention word is raised) promotes the
-//     oldest lazy fork, the one of greatest fork potential, when a deal is
-//     due or a worker asked for work and the bank of that priority is empty;
+//     oldest lazy fork, the one of greatest fork potential, when the bank of
+//     its priority is empty, so that a deal or a request finds work at once;
 //   - when the goroutine stops running its thread (preemption, a Join that
 //     must wait, Await, Sleep, Goexit): every lazy fork is promoted, since
 //     the threads are ready and nobody else could run them;
