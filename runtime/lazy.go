@@ -73,10 +73,15 @@ func (s *lazyStack) push(t *Task) {
 	s.top++
 }
 
+// grow moves the forks into a larger array. Each is swapped out of the old
+// one, so that a revoker still scanning the old array cannot take a fork
+// that the owner takes from the new one (a fork is in one slot only); a
+// revoker that missed the move is seen by the owner's mode check after its
+// push (the invariants above).
 func (s *lazyStack) grow() {
 	slots := make([]atomic.Pointer[Task], max(16, 2*len(s.slots)))
 	for i := range s.top {
-		slots[i].Store(s.slots[i].Load())
+		slots[i].Store(s.slots[i].Swap(nil))
 	}
 	s.slots = slots
 	s.pub.Store(&slots)
