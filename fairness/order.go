@@ -54,7 +54,7 @@ func (p Priority) String() string {
 	if p.o == nil {
 		return "<invalid priority>"
 	}
-	p.o.mu.Lock()
+	p.o.lock()
 	defer p.o.mu.Unlock()
 	return p.o.names[p.id]
 }
@@ -76,11 +76,21 @@ type snapshot struct {
 	reach [][]uint64 // reach[r] is the bitset of ranks s with order[r] ⪯ order[s]
 }
 
-// NewOrder returns an order holding only Top and Bottom, Bottom < Top.
+// NewOrder returns an order holding only Top and Bottom, Bottom < Top. The
+// zero value of Order is the same empty order, ready to use.
 func NewOrder() *Order {
-	return &Order{
-		names: []string{bottomID: "bottom", topID: "top"},
-		up:    make([][]int32, 2),
+	o := &Order{}
+	o.lock()
+	o.mu.Unlock()
+	return o
+}
+
+// lock takes o's lock, first giving a zero Order its Top and Bottom.
+func (o *Order) lock() {
+	o.mu.Lock()
+	if o.names == nil {
+		o.names = []string{bottomID: "bottom", topID: "top"}
+		o.up = make([][]int32, 2)
 	}
 }
 
@@ -93,7 +103,7 @@ func (o *Order) Bottom() Priority { return Priority{o, bottomID} }
 // New creates a priority with Bottom < p < Top. Priorities created after [Order.Freeze]
 // exist and compare with LessEq, but have no rank, so a criterion cannot give them a share.
 func (o *Order) New(name string) Priority {
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	o.names = append(o.names, name)
 	o.up = append(o.up, nil)
@@ -105,14 +115,14 @@ func (o *Order) Contains(p Priority) bool { return p.o == o && o != nil }
 
 // Len returns the number of priorities of o, Top and Bottom included.
 func (o *Order) Len() int {
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	return len(o.names)
 }
 
 // Priorities returns every priority of o in creation order: Bottom, Top, then those made by New.
 func (o *Order) Priorities() []Priority {
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	ps := make([]Priority, len(o.names))
 	for i := range ps {
@@ -128,7 +138,7 @@ func (o *Order) Less(a, b Priority) error {
 	if !o.Contains(a) || !o.Contains(b) {
 		return fmt.Errorf("%w: %v < %v", ErrForeignPriority, a, b)
 	}
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	na, nb := o.names[a.id], o.names[b.id]
 	switch {
@@ -183,7 +193,7 @@ func (o *Order) LessEq(a, b Priority) bool {
 		// Priorities made after Freeze have no declared edges: only the cases above hold.
 		return oka && okb && s.reach[ra][rb/64]&(1<<(rb%64)) != 0
 	}
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	return o.reachesLocked(a.id, b.id)
 }
@@ -207,7 +217,7 @@ func (o *Order) freeze() *snapshot {
 	if s := o.snap.Load(); s != nil {
 		return s
 	}
-	o.mu.Lock()
+	o.lock()
 	defer o.mu.Unlock()
 	if s := o.snap.Load(); s != nil {
 		return s

@@ -246,3 +246,22 @@ func ExampleOrder() {
 	// true
 	// [bottom batch plan ui top]
 }
+
+// The zero Order is an empty order ready to use, like NewOrder's.
+func TestZeroOrder(t *testing.T) {
+	var o Order
+	p := o.New("ui")
+	if err := o.Less(o.Bottom(), p); err != nil {
+		t.Fatal(err)
+	}
+	if !o.LessEq(p, o.Top()) || o.Len() != 3 || o.Top().String() != "top" {
+		t.Fatalf("zero order: LessEq %v, Len %d, Top %q", o.LessEq(p, o.Top()), o.Len(), o.Top().String())
+	}
+	if r, ok := o.Rank(p); !ok || r != 1 {
+		t.Fatalf("Rank(ui) = %d, %v", r, ok)
+	}
+	c, err := Uniform(&o), error(nil)
+	if c == nil || err != nil {
+		t.Fatal("no criterion over the zero order")
+	}
+}
