@@ -125,6 +125,12 @@ func InThread() bool {
 	return ok && g.(*gor).mode.Load() != modeSched
 }
 
+// inThread reports whether the calling goroutine runs a thread of rt.
+func (rt *Runtime) inThread() bool {
+	g, ok := runtimeGors.Load(goid())
+	return ok && g.(*gor).rt == rt && g.(*gor).mode.Load() != modeSched
+}
+
 // park blocks until another goroutine hands this one a token (or, at
 // shutdown, releases it with g.w == nil).
 func (g *gor) park() { <-g.wake }

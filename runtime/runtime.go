@@ -32,13 +32,17 @@ var (
 	ErrClosed = errors.New("fairly: runtime closed")
 	// ErrInvalidConfig is returned by New for a configuration it cannot use.
 	ErrInvalidConfig = errors.New("fairly: invalid runtime configuration")
+	// ErrInThread is returned by Close called from a thread of the runtime:
+	// Close waits for every thread, that one included, so it could never
+	// return. Close the runtime from the goroutine that made it.
+	ErrInThread = errors.New("fairly: Close called from inside a thread of the runtime")
 )
 
 // Config describes a runtime. The zero value is usable: GOMAXPROCS workers,
 // an order with only Top and Bottom, equal shares and the paper's timings.
 type Config struct {
 	// Procs is the number of workers, that is the number of threads that run
-	// at once. 0 means GOMAXPROCS.
+	// at once. 0 means GOMAXPROCS; at most MaxProcs.
 	Procs int
 	// Order holds the priorities threads may use. nil means the Criterion's
 	// order, or a fresh order with only Top and Bottom.
@@ -113,12 +117,17 @@ type Runtime struct {
 	detBusy   atomic.Int32  // detached goroutines that may compute (revoke.go)
 }
 
+// MaxProcs is the largest Procs New accepts. Each worker holds a goroutine,
+// banks and mailboxes for every priority, and a Go processor; far more
+// workers than cores only time-share the cores.
+const MaxProcs = 1024
+
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig for
-// negative durations or Procs, a Criterion over another order than Order,
+// negative durations, Procs out of [0, MaxProcs], a Criterion over another order than Order,
 // or an unusable order.
 func New(cfg Config) (*Runtime, error) {
-	if cfg.Procs < 0 {
-		return nil, fmt.Errorf("%w: Procs %d is negative", ErrInvalidConfig, cfg.Procs)
+	if cfg.Procs < 0 || cfg.Procs > MaxProcs {
+		return nil, fmt.Errorf("%w: Procs %d is not in [0, %d]", ErrInvalidConfig, cfg.Procs, MaxProcs)
 	}
 
 	for _, d := range []struct {
@@ -223,8 +232,12 @@ func (rt *Runtime) Rank(p fairness.Priority) (int, error) {
 // finished, and then stops the workers and every goroutine the runtime made.
 // Threads blocked in Await must be released by their owner (close the
 // listener or connection they read from) or Close waits for them. Close must
-// not be called from inside a thread. Calling it again returns nil.
+// not be called from inside a thread: there it fails with ErrInThread.
+// Calling it again returns nil.
 func (rt *Runtime) Close() error {
+	if rt.inThread() {
+		return ErrInThread
+	}
 	rt.closeMu.Lock()
 	defer rt.closeMu.Unlock()
 	if rt.stopping.Load() {

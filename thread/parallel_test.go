@@ -250,3 +250,37 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 		t.Errorf("Run of a 100,000-iteration For: %v allocations, want only Run's own", n)
 	}
 }
+
+// Misuse gets a clear error, never a hang or a crash.
+func TestMisuseErrors(t *testing.T) {
+	_, err := thread.Run(nil, fairness.NewOrder().Top(), func(*thread.Ctx) int { return 1 })
+	assert.ErrorIs(t, err, thread.ErrNilRuntime)
+
+	var zero thread.Handle[int]
+	_, err = zero.Wait()
+	assert.ErrorIs(t, err, thread.ErrInvalidHandle)
+	var none *thread.Handle[int]
+	_, err = none.Wait()
+	assert.ErrorIs(t, err, thread.ErrInvalidHandle)
+
+	rt, p := forRT(t, 1)
+	v, err := thread.Run(rt, p, func(c *thread.Ctx) error {
+		if _, err := thread.Join(c, &zero); !errors.Is(err, thread.ErrInvalidHandle) {
+			return fmt.Errorf("Join of a zero handle: %v", err)
+		}
+		if _, err := thread.Join(c, none); !errors.Is(err, thread.ErrInvalidHandle) {
+			return fmt.Errorf("Join of a nil handle: %v", err)
+		}
+		if err := rt.Close(); !errors.Is(err, runtime.ErrInThread) {
+			return fmt.Errorf("Close inside a thread: %v", err)
+		}
+		return nil
+	})
+	assert.NoError(t, err)
+	assert.NoError(t, v)
+
+	for _, procs := range []int{-1, runtime.MaxProcs + 1, 1_000_000} {
+		_, err := runtime.New(runtime.Config{Procs: procs})
+		assert.ErrorIs(t, err, runtime.ErrInvalidConfig, "Procs %d", procs)
+	}
+}

@@ -43,6 +43,15 @@ var ErrJoinSelf = errors.New("fairly: thread joins itself")
 // other threads. Use Join inside threads, or Wait inside Await.
 var ErrWaitInThread = errors.New("fairly: Handle.Wait inside a thread; use thread.Join")
 
+// ErrNilRuntime is reported by the handle of a thread started with Go or Run
+// on a nil runtime.
+var ErrNilRuntime = errors.New("fairly: nil runtime")
+
+// ErrInvalidHandle is returned by Join and Wait for a nil handle or a zero
+// Handle value, which no thread stands behind: handles come from Spawn and
+// Go.
+var ErrInvalidHandle = errors.New("fairly: handle of no thread (nil or zero value)")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -106,18 +115,29 @@ func (h *Handle[T]) Done() bool { return h.ctx.task.Done() }
 // which does not hold up their worker, and Wait called from a thread's code
 // fails at once with ErrWaitInThread.
 func (h *Handle[T]) Wait() (T, error) {
+	var zero T
+	if h.invalid() {
+		return zero, ErrInvalidHandle
+	}
 	if !h.ctx.task.Done() && runtime.InThread() {
-		var zero T
 		return zero, ErrWaitInThread
 	}
 	h.ctx.task.Wait()
 	return h.val, h.err
 }
 
+// invalid reports a nil or zero handle: no thread, not even a failed one.
+func (h *Handle[T]) invalid() bool {
+	return h == nil || h.ctx.task.Runtime() == nil && h.err == nil
+}
+
 func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
 	h := &Handle[T]{f: f}
-	if f == nil {
+	switch {
+	case f == nil:
 		return h, ErrNilFunction
+	case rt == nil:
+		return h, ErrNilRuntime
 	}
 	return h, h.ctx.task.Init(rt, p, h)
 }
@@ -152,6 +172,9 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 // h's priority is not ⪰ c's, and with a *PanicError when h panicked.
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	var zero T
+	if h.invalid() {
+		return zero, ErrInvalidHandle
+	}
 	switch h.ctx.task.Runtime() {
 	case nil: // failed before it could start
 		return h.val, h.err
