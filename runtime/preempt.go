@@ -91,7 +91,7 @@ func (t *Task) Spawn(child *Task) {
 // demand uses it when Wanted says so.
 func (t *Task) Offer(child *Task) {
 	child.depth = t.depth + 1
-	t.g.spawnReal(t, child, true)
+	t.g.spawnReal(t, child, child.rank == t.rank)
 }
 
 // spawnReal puts child, a fork of t, into the bank of t's worker; offered

@@ -11,6 +11,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,12 @@ type Config struct {
 	IndependentRounds bool
 	// Seed makes the workers' random choices repeatable (0 picks one from the clock).
 	Seed uint64
+	// OnPanic receives the panics that no Join or Wait will return: of a
+	// thread started with thread.Detach, and of a thread whose handle was
+	// collected before any Join or Wait returned its error. It is called
+	// from a goroutine of the runtime or of the collector and must not
+	// block. nil logs them with log/slog at level Error, with the stack.
+	OnPanic func(p fairness.Priority, value any, stack []byte)
 }
 
 // Runtime is a set of workers running fairly prompt scheduling. Create it
@@ -112,6 +119,7 @@ type Runtime struct {
 	ticker    *ticker
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
+	onPanic   func(p fairness.Priority, value any, stack []byte)
 	reserved  int           // Ps reserved in GOMAXPROCS for the workers, 0 if none
 	extraPs   int           // Ps reserved for detached threads; the ticker's, then Close's
 	detBusy   atomic.Int32  // detached goroutines that may compute (revoke.go)
@@ -171,6 +179,7 @@ func New(cfg Config) (*Runtime, error) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	rt.seed, rt.independent = seed, cfg.IndependentRounds
+	rt.onPanic = cfg.OnPanic
 	rt.workers = make([]*worker, procs)
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt, i, seed+uint64(i)*0x9e3779b97f4a7c15)
@@ -191,6 +200,16 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// ReportPanic hands a panic that nobody will see otherwise to Config.OnPanic,
+// or logs it. Package thread calls it; see Config.OnPanic.
+func (rt *Runtime) ReportPanic(p fairness.Priority, value any, stack []byte) {
+	if rt.onPanic != nil {
+		rt.onPanic(p, value, stack)
+		return
+	}
+	slog.Error("fairly: a thread panicked and nobody joins it", "priority", p.String(), "panic", fmt.Sprint(value), "stack", string(stack))
 }
 
 // Procs is the number of workers.

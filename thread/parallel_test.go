@@ -3,12 +3,14 @@ package thread_test
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
@@ -282,5 +284,56 @@ func TestMisuseErrors(t *testing.T) {
 	for _, procs := range []int{-1, runtime.MaxProcs + 1, 1_000_000} {
 		_, err := runtime.New(runtime.Config{Procs: procs})
 		assert.ErrorIs(t, err, runtime.ErrInvalidConfig, "Procs %d", procs)
+	}
+}
+
+// Panics that no Join or Wait returns reach Config.OnPanic: a detached
+// thread's at once, a dropped handle's when the collector frees it. A panic
+// that Join returned is not reported again.
+func TestUnjoinedPanics(t *testing.T) {
+	_, ps, crit := three(t, 50, 25, 25)
+	reports := make(chan any, 8)
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: crit, OnPanic: func(_ fairness.Priority, v any, _ []byte) {
+		reports <- v
+	}})
+	require.NoError(t, err)
+	defer rt.Close()
+	next := func() any {
+		select {
+		case v := <-reports:
+			return v
+		case <-time.After(10 * time.Second):
+			return "no report"
+		}
+	}
+	_, err = thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+		thread.Detach(c, ps[2], func(*thread.Ctx) { panic("detached") })
+		h := thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { panic("joined") })
+		_, _ = thread.Join(c, h)
+		return 0
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "detached", next())
+
+	_, err = thread.Run(rt, ps[1], func(c *thread.Ctx) int {
+		thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { panic("dropped") })
+		return 0 // the child runs as an orphan when this thread ends
+	})
+	require.NoError(t, err)
+	var got any
+	for range 100 {
+		goruntime.GC()
+		select {
+		case got = <-reports:
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	assert.Equal(t, "dropped", got)
+	select {
+	case v := <-reports:
+		t.Errorf("reported again: %v", v)
+	default:
 	}
 }

@@ -12,7 +12,9 @@ package thread
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
@@ -85,6 +87,34 @@ type Handle[T any] struct {
 	f   func(*Ctx) T
 	val T
 	err error
+	// unseen is set for a thread started by Detach, or once the thread
+	// panicked: the panic is reported unless a Join or Wait returns it.
+	unseen *unseenPanic
+}
+
+// unseenPanic is a panic that no Join or Wait has returned yet. It is kept
+// apart from its handle, so that the collector can free the handle and then
+// report the panic (Config.OnPanic).
+type unseenPanic struct {
+	detached bool // nobody will ever join: report at once
+	seen     atomic.Bool
+	rt       *runtime.Runtime
+	p        fairness.Priority
+	err      *PanicError
+}
+
+func (u *unseenPanic) report() {
+	if !u.seen.Load() {
+		u.rt.ReportPanic(u.p, u.err.Value, u.err.Stack)
+	}
+}
+
+// result gives the thread's result to a Join or Wait, marking its panic seen.
+func (h *Handle[T]) result() (T, error) {
+	if h.unseen != nil {
+		h.unseen.seen.Store(true)
+	}
+	return h.val, h.err
 }
 
 // Run is the runtime.Body of the thread: it calls f and keeps the result,
@@ -93,7 +123,9 @@ func (h *Handle[T]) Run(*runtime.Task) {
 	returned := false
 	defer func() {
 		if r := recover(); r != nil {
-			h.err = &PanicError{Value: r, Stack: debug.Stack()}
+			pe := &PanicError{Value: r, Stack: debug.Stack()}
+			h.err = pe
+			h.unpanicked(pe)
 		} else if !returned {
 			h.err = ErrGoexit
 		}
@@ -102,6 +134,19 @@ func (h *Handle[T]) Run(*runtime.Task) {
 	h.f = nil // let the closure's captures go as soon as possible
 	h.val = f(&h.ctx)
 	returned = true
+}
+
+// unpanicked arranges for pe to be reported if no Join or Wait returns it:
+// at once for a detached thread, else when the handle is collected.
+func (h *Handle[T]) unpanicked(pe *PanicError) {
+	rt := h.ctx.task.Runtime()
+	if u := h.unseen; u != nil && u.detached {
+		rt.ReportPanic(h.Priority(), pe.Value, pe.Stack)
+		return
+	}
+	u := &unseenPanic{rt: rt, p: h.Priority(), err: pe}
+	h.unseen = u
+	goruntime.AddCleanup(h, (*unseenPanic).report, u)
 }
 
 // Priority is the priority the thread runs at.
@@ -123,7 +168,7 @@ func (h *Handle[T]) Wait() (T, error) {
 		return zero, ErrWaitInThread
 	}
 	h.ctx.task.Wait()
-	return h.val, h.err
+	return h.result()
 }
 
 // invalid reports a nil or zero handle: no thread, not even a failed one.
@@ -167,6 +212,29 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	return h
 }
 
+// Detach starts f as a new thread at priority p, forked by the running
+// thread c, whose end nobody waits for: fire and forget. It is a real thread
+// at once (not a lazy fork: nobody will join it). A panic in f goes to the
+// runtime's Config.OnPanic (by default a log/slog error with the stack)
+// instead of being lost, and so does a bad argument (a nil f, a priority of
+// another runtime).
+func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
+	var body func(*Ctx) struct{}
+	if f != nil {
+		body = func(c *Ctx) struct{} {
+			f(c)
+			return struct{}{}
+		}
+	}
+	h, err := newHandle(c.task.Runtime(), p, body)
+	if err != nil {
+		c.task.Runtime().ReportPanic(p, err, nil)
+		return
+	}
+	h.unseen = &unseenPanic{detached: true}
+	c.task.Offer(&h.ctx.task)
+}
+
 // Join waits inside thread c for h and returns its result. If h has not
 // started, c runs it itself. It fails with ErrIncompatiblePriorities when
 // h's priority is not ⪰ c's, and with a *PanicError when h panicked.
@@ -177,7 +245,7 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	}
 	switch h.ctx.task.Runtime() {
 	case nil: // failed before it could start
-		return h.val, h.err
+		return h.result()
 	case c.task.Runtime():
 	default:
 		return zero, ErrForeignHandle
@@ -191,7 +259,7 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	if !h.Done() {
 		c.task.Join(&h.ctx.task)
 	}
-	return h.val, h.err
+	return h.result()
 }
 
 // Go starts f as a new thread at priority p from an ordinary goroutine.
