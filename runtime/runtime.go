@@ -120,9 +120,9 @@ type Runtime struct {
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
 	onPanic   func(p fairness.Priority, value any, stack []byte)
-	reserved  int           // Ps reserved in GOMAXPROCS for the workers, 0 if none
-	extraPs   int           // Ps reserved for detached threads; the ticker's, then Close's
-	detBusy   atomic.Int32  // detached goroutines that may compute (revoke.go)
+	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none
+	extraPs   int          // Ps reserved for detached threads; the ticker's, then Close's
+	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
 }
 
 // MaxProcs is the largest Procs New accepts. Each worker holds a goroutine,
