@@ -14,14 +14,16 @@ import (
 	"github.com/fairlyprompt/fairly/bench/trace"
 )
 
-// Main is the driver's command line; it returns the process exit code (2
-// for bad usage). args exclude the program name. It writes the Result as
-// JSON to -results (standard output by default in TCP mode).
+// Main is the driver's command line; it returns the process exit code (0
+// for -h, 2 for bad usage). args exclude the program name. It writes the
+// Result as JSON to -results (standard output by default in TCP mode).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print its own message and the usage on a
+	// mistake; usage below prints one line with the command's prefix.
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: driver (-addr 127.0.0.1:PORT | -stdio) [-trace NAME|FILE | -script TEXT] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: driver (-addr 127.0.0.1:PORT | -stdio) [-trace NAME|FILE | -script TEXT] [flags]\n\n"+
 			"Replays an event trace against an echo server and prints every response time as JSON.\n"+
 			"Built-in traces: %s.\n\n", strings.Join(trace.BuiltinNames(), ", "))
 		fs.PrintDefaults()
@@ -35,13 +37,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "bound on the whole replay (default: trace length + grace + 10s)")
 	results := fs.String("results", "-", "file for the JSON results ('-': standard output, TCP mode only)")
 	stopOnEOF := fs.Bool("stop-on-eof", false, "TCP mode: stop sending when standard input ends")
-	if err := fs.Parse(args); err != nil {
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "driver: "+format+"\nRun 'driver -h' for the usage and flags.\n", a...)
 		return 2
 	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "driver: "+format+"\n", a...)
-		fs.Usage()
-		return 2
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return 0
+		}
+		return usage("%v", err)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -52,8 +58,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usage("-stdio uses standard output for requests: give -results FILE")
 	case *stdio && *stopOnEOF:
 		return usage("-stop-on-eof needs standard input, which -stdio uses for echoes")
-	case *conns < 1:
-		return usage("-conns must be at least 1")
+	case *conns < 1 || *conns > maxConns:
+		return usage("-conns %d is not in 1..%d", *conns, maxConns)
+	case *grace < 0:
+		return usage("-grace %v is negative", *grace)
+	case *timeout < 0:
+		return usage("-timeout %v is negative", *timeout)
 	}
 	tr, err := loadTrace(*traceName, *script)
 	if err != nil {
@@ -83,6 +93,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// maxConns bounds -conns: each connection is a socket and a goroutine.
+const maxConns = 1024
+
 // writeResults writes res as JSON to the file path, or to stdout for "-".
 func writeResults(path string, stdout io.Writer, res *Result) error {
 	if path == "-" {
@@ -100,13 +113,13 @@ func loadTrace(name, script string) (*trace.Trace, error) {
 	if script != "" {
 		return trace.ParseString(script)
 	}
-	tr, err := trace.Builtin(name)
-	if err == nil {
+	if tr, err := trace.Builtin(name); err == nil {
 		return tr, nil
 	}
-	f, ferr := os.Open(name)
-	if ferr != nil {
-		return nil, errors.Join(err, ferr)
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("-trace %q is neither a built-in trace (%s) nor a file that opens: %w",
+			name, strings.Join(trace.BuiltinNames(), ", "), err)
 	}
 	defer f.Close()
 	return trace.Parse(f)

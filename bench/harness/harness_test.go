@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,10 +167,20 @@ func TestValidate(t *testing.T) {
 		"share":         func(c *Config) { c.Shares = []float64{80} },
 		"no shares":     func(c *Config) { c.Shares = nil },
 		"negative size": func(c *Config) { c.Sizes = map[string]int{"fib": -1} },
+		"many procs":    func(c *Config) { c.Procs = []int{1, MaxProcs + 1} },
+		"many reps":     func(c *Config) { c.Reps = MaxReps + 1 },
+		"fast rate":     func(c *Config) { c.EchoRate = MaxEchoRate + 1 },
+		"NaN rate":      func(c *Config) { c.EchoRate = math.NaN() },
+		"long echo":     func(c *Config) { c.EchoFor = MaxEchoFor + time.Second },
+		"negative fib":  func(c *Config) { c.FibSize = -2 },
+		"large fib":     func(c *Config) { c.FibSize = MaxFibSize + 1 },
+		"stall input":   func(c *Config) { c.StallMiB = -1 },
 	} {
 		cfg := tinyConfig(t)
 		mutate(&cfg)
-		assert.ErrorIs(t, cfg.Validate(), ErrConfig, name)
+		err := cfg.Validate()
+		assert.ErrorIs(t, err, ErrConfig, name)
+		assert.NotContains(t, err.Error(), ErrConfig.Error(), "%s: the message says only what is wrong", name)
 	}
 	cfg := tinyConfig(t)
 	require.NoError(t, cfg.Validate())
