@@ -191,7 +191,7 @@ func TestMainUsage(t *testing.T) {
 		assert.Equal(t, 2, Main(args, strings.NewReader(""), &out, &errOut), "%q", args)
 		assert.True(t, strings.HasPrefix(errOut.String(), "driver: "), "%q: %q", args, errOut.String())
 		assert.Equal(t, 1, strings.Count(errOut.String(), "driver: "), "%q: one prefix in %q", args, errOut.String())
-		assert.Contains(t, errOut.String(), "Run 'driver -h'", "%q", args)
+		assert.Contains(t, errOut.String(), "Run 'driver -h' for the flags.", "%q", args)
 	}
 	for _, h := range []string{"-h", "-help"} {
 		var out, errOut bytes.Buffer

@@ -29,6 +29,7 @@ import (
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/harness"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/internal/cli"
 )
 
 func main() {
@@ -66,16 +67,24 @@ func selfDriver(niceness int) func(args ...string) *exec.Cmd {
 	}
 }
 
-// run is the command without the process around it; it returns the exit code.
+// run is the command without the process around it; it returns the exit
+// code (see cli.Main).
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, out, progress, err := parseFlags(args, stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil: // a mistake on the command line
-		fmt.Fprintf(stderr, "fairbench: %v\nRun 'fairbench -h' for the flags.\n", err)
-		return 2
+	var (
+		cfg      *harness.Config
+		out      string
+		progress bool
+	)
+	parse := func() (err error) {
+		cfg, out, progress, err = parseFlags(args, stderr)
+		return err
 	}
+	return cli.Main("fairbench", stderr, parse, func() error { return suite(args, cfg, out, progress, stdout, stderr) })
+}
+
+// suite runs the suite of cfg, prints its tables on stdout and writes the
+// report folder out.
+func suite(args []string, cfg *harness.Config, out string, progress bool, stdout, stderr io.Writer) error {
 	if progress {
 		var bar *progressbar.ProgressBar
 		cfg.Progress = func(done, total int, next string) {
@@ -95,16 +104,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	loadBefore := loadAverage()
 	res, err := harness.Run(*cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "\nfairbench:", err)
-		return 1
+		if progress {
+			fmt.Fprintln(stderr) // end the progress bar's line
+		}
+		return err
 	}
 	fmt.Fprint(stdout, harness.Markdown(res))
 	if err := harness.WriteReport(out, header(args, cfg, loadBefore, loadAverage()), res); err != nil {
-		fmt.Fprintln(stderr, "fairbench: writing the report:", err)
-		return 1
+		return fmt.Errorf("writing the report: %w", err)
 	}
 	fmt.Fprintf(stderr, "fairbench: report written to %s/report.md\n", out)
-	return 0
+	return nil
 }
 
 // maxNice is the largest niceness Unix knows; -maxNice-1 the smallest.
@@ -116,9 +126,6 @@ const maxNice = 19
 // worded for the command's name to precede them.
 func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool, error) {
 	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
-	// The flag package would print its own message and the usage on a
-	// mistake; run prints one line with the command's prefix instead.
-	fs.SetOutput(io.Discard)
 	names := make([]string, 0)
 	for _, k := range kernels.All() {
 		names = append(names, k.Name)
@@ -144,19 +151,13 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
-		}
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return nil, "", false, err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return nil, "", false, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case *driverNice < -maxNice-1 || *driverNice > maxNice:
-		return nil, "", false, fmt.Errorf("-driver-nice %d is not in %d..%d", *driverNice, -maxNice-1, maxNice)
-	case *out == "":
+	if err := cli.Between("driver-nice", *driverNice, -maxNice-1, maxNice); err != nil {
+		return nil, "", false, err
+	}
+	if *out == "" {
 		return nil, "", false, errors.New("-out is empty")
 	}
 	if *full {

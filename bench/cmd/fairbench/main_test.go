@@ -72,7 +72,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-echo-for", "-1s"}, "echo replay length -1s is not in (0, 1h0m0s]"},
 		{[]string{"-fib", "-2"}, "fib size -2 is not in 1..50"},
 		{[]string{"-stall-mib", "-1"}, "stall input -1 MiB is not in 1..1024"},
-		{[]string{"-driver-nice", "50"}, "-driver-nice 50 is not in -20..19"},
+		{[]string{"-driver-nice", "50"}, "-driver-nice 50 is not between -20 and 19"},
 		{[]string{"-out", ""}, "-out is empty"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-procs"}, "flag needs an argument: -procs"},
