@@ -19,6 +19,8 @@
 //     criterion 50-50, against plain goroutines, and an idle baseline.
 //   - fig8: actual over expected stretch per kernel (the runs of table1).
 //   - fig9: terminal echo response time against the interactive share.
+//   - stall: network echo response time beside low-priority threads in
+//     library calls that never reach a preemption point.
 //
 // Response times are always measured by the driver (package driver) in a
 // process of its own, over loopback TCP or its standard input and output.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
@@ -235,4 +236,26 @@ func TestTableEscapes(t *testing.T) {
 	tb.add("x|y", "z")
 	assert.Equal(t, "| a | b |\n| --- | --- |\n| x\\|y | z |\n", tb.String())
 	assert.Len(t, tables(tb.String())[0][2], 2)
+}
+
+func TestChartAxes(t *testing.T) {
+	p := plot.New()
+	decades(p, []float64{0.15, 11, 1})
+	assert.Equal(t, -1.0, p.Y.Min)
+	assert.Equal(t, 2.0, p.Y.Max)
+	var labels []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"0.1", "1", "10", "100"}, labels)
+	assert.InDelta(t, 0, lg(1), 1e-12)
+	assert.InDelta(t, math.Log10(minMillis), lg(0), 1e-12, "a time of zero is drawn at the floor")
+
+	var at []string
+	for _, tk := range linearTicks(0.5)(0, 1.7) {
+		at = append(at, tk.Label)
+	}
+	assert.Equal(t, []string{"0", "0.5", "1", "1.5"}, at)
 }
