@@ -101,7 +101,7 @@ func TestSuite(t *testing.T) {
 	for _, rec := range res.Records {
 		if rec.Echo != nil {
 			assert.Positive(t, rec.Echo.Sent, "%s %s", rec.Kind, rec.Grain)
-			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s: %s", rec.Kind, rec.Grain, rec.Echo.Stopped)
+			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s %s %s P=%d: %s", rec.Kind, rec.Kernel, rec.Grain, rec.System, rec.Procs, rec.Echo.Stopped)
 		}
 	}
 
