@@ -33,8 +33,9 @@
 // Submit queues a job and returns; RunSync waits for it and honours its
 // context; a second submission of a pending or running (type, id) joins
 // it. Job.Retry retries failed jobs with backoff. Close drains, Shutdown
-// drops what has not started and reports it. Package jobsmetrics exports
-// the figures to Prometheus. The design, the answers to its interaction
+// drops what has not started and reports it. MetricsSnapshot gives the
+// figures, and the module github.com/fairlyprompt/fairly/fairlyprom exports
+// them to Prometheus. The design, the answers to its interaction
 // questions, the wait and lag bounds, the shutdown contract and the
 // benchmark figures are in docs/jobs.md.
 package jobs

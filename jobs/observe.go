@@ -257,7 +257,7 @@ func (c *core) snapshot(now time.Time) Snapshot {
 	return s
 }
 
-// metrics gives the plain figures the jobsmetrics package exports.
+// metrics gives the plain figures of package jobsmetrics.
 func (c *core) metrics() jobsmetrics.Snapshot {
 	if c.stale() {
 		c.reallocate(c.s.Clock())

@@ -407,7 +407,8 @@ func (s *Scheduler) Snapshot() Snapshot {
 
 // MetricsSnapshot gives the scheduler's figures (queue wait, pending jobs
 // by effective tier, aging promotions, group allocation and utilisation,
-// redistributed slots) for package jobsmetrics to export.
+// redistributed slots); fairlyprom.NewJobsCollector exports them to
+// Prometheus.
 func (s *Scheduler) MetricsSnapshot() jobsmetrics.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()

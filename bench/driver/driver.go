@@ -34,9 +34,9 @@ import (
 // Errors of Run.
 var (
 	// ErrNotLoopback refuses a TCP address outside the machine.
-	ErrNotLoopback = errors.New("driver: address is not a loopback address")
+	ErrNotLoopback = errors.New("address is not a loopback address")
 	// ErrNoTarget reports a Config with neither Addr nor In and Out.
-	ErrNoTarget = errors.New("driver: no server to talk to")
+	ErrNoTarget = errors.New("no server to talk to")
 )
 
 // seqDigits is the width of the sequence number that starts every request.
@@ -112,7 +112,7 @@ type replay struct {
 // that could not start; what went wrong during one is in Result.Stopped.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Trace == nil {
-		return nil, errors.New("driver: no trace")
+		return nil, errors.New("no trace")
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 2 * time.Second
@@ -191,7 +191,7 @@ func open(cfg Config) ([]link, string, error) {
 	}
 	host, _, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("driver: address %q: %w", cfg.Addr, err)
+		return nil, "", fmt.Errorf("address %q: %w", cfg.Addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, "", fmt.Errorf("%w: %s", ErrNotLoopback, cfg.Addr)
@@ -203,7 +203,7 @@ func open(cfg Config) ([]link, string, error) {
 			for _, l := range links[:i] {
 				_ = l.close()
 			}
-			return nil, "", fmt.Errorf("driver: %w", err)
+			return nil, "", err
 		}
 		if tc, ok := conn.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true) // the default already, said for clarity: no batching of requests

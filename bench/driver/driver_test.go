@@ -182,10 +182,20 @@ func TestMainUsage(t *testing.T) {
 		{"-addr", "127.0.0.1:1", "-script", "bogus"},
 		{"-addr", "127.0.0.1:1", "-trace", "no-such-trace"},
 		{"-addr", "127.0.0.1:1", "extra"},
+		{"-addr", "127.0.0.1:1", "-conns", "100000"},
+		{"-addr", "127.0.0.1:1", "-grace", "-1s"},
+		{"-addr", "127.0.0.1:1", "-timeout", "-1s"},
 		{"-nope"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, Main(args, strings.NewReader(""), &out, &errOut), "%q", args)
-		assert.Contains(t, errOut.String(), "usage", "%q", args)
+		assert.True(t, strings.HasPrefix(errOut.String(), "driver: "), "%q: %q", args, errOut.String())
+		assert.Equal(t, 1, strings.Count(errOut.String(), "driver: "), "%q: one prefix in %q", args, errOut.String())
+		assert.Contains(t, errOut.String(), "Run 'driver -h' for the flags.", "%q", args)
+	}
+	for _, h := range []string{"-h", "-help"} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 0, Main([]string{h}, strings.NewReader(""), &out, &errOut), h)
+		assert.Contains(t, errOut.String(), "usage: driver", h)
 	}
 }

@@ -19,6 +19,8 @@
 //     criterion 50-50, against plain goroutines, and an idle baseline.
 //   - fig8: actual over expected stretch per kernel (the runs of table1).
 //   - fig9: terminal echo response time against the interactive share.
+//   - stall: network echo response time beside low-priority threads in
+//     library calls that never reach a preemption point.
 //
 // Response times are always measured by the driver (package driver) in a
 // process of its own, over loopback TCP or its standard input and output.
@@ -37,9 +39,31 @@ import (
 	"github.com/fairlyprompt/fairly/bench/kernels"
 )
 
-// ErrConfig is wrapped by the errors of Config.Validate and of the parsers
-// of this package.
-var ErrConfig = errors.New("harness: bad configuration")
+// ErrConfig is matched (errors.Is) by the errors of Config.Validate and of
+// the parsers of this package. Their messages say only what is wrong, for a
+// command to print after its own name.
+var ErrConfig = errors.New("invalid benchmark configuration")
+
+// configError is a problem with a configuration; it matches ErrConfig.
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return e.msg }
+func (e *configError) Is(target error) bool { return target == ErrConfig }
+
+// badConfig gives a configError with a formatted message.
+func badConfig(format string, a ...any) error { return &configError{fmt.Sprintf(format, a...)} }
+
+// Bounds of a Config: beyond them a run is a mistake, not an experiment.
+const (
+	MaxProcs    = 256       // processor counts
+	MaxReps     = 1000      // repetitions
+	MaxEchoRate = 10_000    // echo requests per second
+	MaxEchoFor  = time.Hour // length of an echo replay
+	MaxFibSize  = 50        // n of table5 and fig9
+	MaxStallMiB = 1024      // input of the stall experiment
+	maxShare    = 50        // interactive share of fig9, in percent
+	maxWeight   = 1e6       // a criterion's share
+)
 
 // Experiments lists the experiment names in the order of the report.
 var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fig8", "fig9", "stall"}
@@ -63,17 +87,17 @@ func ParseCriterion(s string) (Criterion, error) {
 	parts := strings.Split(s, "-")
 	var c Criterion
 	if len(parts) != 3 {
-		return c, fmt.Errorf("%w: criterion %q: want HIGH-MEDIUM-LOW, e.g. 50-25-25", ErrConfig, s)
+		return c, badConfig("criterion %q is not HIGH-MEDIUM-LOW, e.g. 50-25-25", s)
 	}
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v < 0 || v > 1e6 {
-			return c, fmt.Errorf("%w: criterion %q: %q is not a share", ErrConfig, s, p)
+		if err != nil || v < 0 || v > maxWeight {
+			return c, badConfig("criterion %q: %q is not a share in [0, %g]", s, p, float64(maxWeight))
 		}
 		c[i] = v
 	}
 	if c[2] == 0 {
-		return c, fmt.Errorf("%w: criterion %q gives the kernel no share, so its stretch is unbounded", ErrConfig, s)
+		return c, badConfig("criterion %q gives the kernel no share, so its stretch is unbounded", s)
 	}
 	return c, nil
 }
@@ -124,52 +148,55 @@ func (c *Config) stallMiB() int {
 	return c.StallMiB
 }
 
-// Validate reports the first problem of c, wrapping ErrConfig.
+// Validate reports the first problem of c, matching ErrConfig. Its
+// messages name the quantity and its bounds, e.g. "processor count 0 is
+// not in 1..256".
 func (c *Config) Validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
-	}
 	switch {
 	case len(c.Experiments) == 0:
-		return bad("no experiment chosen")
+		return badConfig("no experiment chosen")
 	case len(c.Procs) == 0:
-		return bad("no processor count")
-	case c.Reps < 1:
-		return bad("reps must be at least 1")
-	case c.EchoRate <= 0 || c.EchoRate > 10000:
-		return bad("echo rate %v is not in (0, 10000] per second", c.EchoRate)
-	case c.EchoFor <= 0:
-		return bad("echo duration must be positive")
+		return badConfig("no processor count")
+	case c.Reps < 1 || c.Reps > MaxReps:
+		return badConfig("repetitions %d is not in 1..%d", c.Reps, MaxReps)
+	case !(c.EchoRate > 0 && c.EchoRate <= MaxEchoRate):
+		return badConfig("echo rate %v is not in (0, %d] requests per second", c.EchoRate, MaxEchoRate)
+	case c.EchoFor <= 0 || c.EchoFor > MaxEchoFor:
+		return badConfig("echo replay length %v is not in (0, %v]", c.EchoFor, MaxEchoFor)
+	case c.FibSize < 0 || c.FibSize > MaxFibSize:
+		return badConfig("fib size %d is not in 1..%d (0: the size of the fib kernel)", c.FibSize, MaxFibSize)
+	case c.StallMiB < 0 || c.StallMiB > MaxStallMiB:
+		return badConfig("stall input %d MiB is not in 1..%d (0: the default)", c.StallMiB, MaxStallMiB)
 	case c.Driver == nil:
-		return bad("no way to start the driver")
+		return badConfig("no way to start the driver")
 	}
 	for _, e := range c.Experiments {
 		if !slices.Contains(Experiments, e) {
-			return bad("unknown experiment %q (known: %s)", e, strings.Join(Experiments, ", "))
+			return badConfig("unknown experiment %q (known: %s)", e, strings.Join(Experiments, ", "))
 		}
 	}
 	for _, p := range c.Procs {
-		if p < 1 || p > 1024 {
-			return bad("processor count %d", p)
+		if p < 1 || p > MaxProcs {
+			return badConfig("processor count %d is not in 1..%d", p, MaxProcs)
 		}
 	}
 	if c.needs("table1", "table2", "table3", "table4", "fig8") && len(c.Kernels) == 0 {
-		return bad("no kernel chosen")
+		return badConfig("no kernel chosen")
 	}
 	if c.needs("table1", "table4", "fig8") && len(c.Criteria) == 0 {
-		return bad("no criterion chosen")
+		return badConfig("no criterion chosen")
 	}
 	for _, s := range c.Shares {
-		if s <= 0 || s > 50 {
-			return bad("interactive share %v is not in (0, 50]", s)
+		if !(s > 0 && s <= maxShare) {
+			return badConfig("interactive share %v is not in (0, %d] percent", s, maxShare)
 		}
 	}
 	if c.needs("fig9") && len(c.Shares) == 0 {
-		return bad("fig9 needs interactive shares")
+		return badConfig("fig9 needs interactive shares")
 	}
 	for name, size := range c.Sizes {
 		if size < 1 {
-			return bad("size %d of %s", size, name)
+			return badConfig("size %d of %s is not positive", size, name)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
@@ -99,7 +101,7 @@ func TestSuite(t *testing.T) {
 	for _, rec := range res.Records {
 		if rec.Echo != nil {
 			assert.Positive(t, rec.Echo.Sent, "%s %s", rec.Kind, rec.Grain)
-			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s: %s", rec.Kind, rec.Grain, rec.Echo.Stopped)
+			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s %s %s P=%d: %s", rec.Kind, rec.Kernel, rec.Grain, rec.System, rec.Procs, rec.Echo.Stopped)
 		}
 	}
 
@@ -166,10 +168,20 @@ func TestValidate(t *testing.T) {
 		"share":         func(c *Config) { c.Shares = []float64{80} },
 		"no shares":     func(c *Config) { c.Shares = nil },
 		"negative size": func(c *Config) { c.Sizes = map[string]int{"fib": -1} },
+		"many procs":    func(c *Config) { c.Procs = []int{1, MaxProcs + 1} },
+		"many reps":     func(c *Config) { c.Reps = MaxReps + 1 },
+		"fast rate":     func(c *Config) { c.EchoRate = MaxEchoRate + 1 },
+		"NaN rate":      func(c *Config) { c.EchoRate = math.NaN() },
+		"long echo":     func(c *Config) { c.EchoFor = MaxEchoFor + time.Second },
+		"negative fib":  func(c *Config) { c.FibSize = -2 },
+		"large fib":     func(c *Config) { c.FibSize = MaxFibSize + 1 },
+		"stall input":   func(c *Config) { c.StallMiB = -1 },
 	} {
 		cfg := tinyConfig(t)
 		mutate(&cfg)
-		assert.ErrorIs(t, cfg.Validate(), ErrConfig, name)
+		err := cfg.Validate()
+		assert.ErrorIs(t, err, ErrConfig, name)
+		assert.NotContains(t, err.Error(), ErrConfig.Error(), "%s: the message says only what is wrong", name)
 	}
 	cfg := tinyConfig(t)
 	require.NoError(t, cfg.Validate())
@@ -224,4 +236,26 @@ func TestTableEscapes(t *testing.T) {
 	tb.add("x|y", "z")
 	assert.Equal(t, "| a | b |\n| --- | --- |\n| x\\|y | z |\n", tb.String())
 	assert.Len(t, tables(tb.String())[0][2], 2)
+}
+
+func TestChartAxes(t *testing.T) {
+	p := plot.New()
+	decades(p, []float64{0.15, 11, 1})
+	assert.Equal(t, -1.0, p.Y.Min)
+	assert.Equal(t, 2.0, p.Y.Max)
+	var labels []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"0.1", "1", "10", "100"}, labels)
+	assert.InDelta(t, 0, lg(1), 1e-12)
+	assert.InDelta(t, math.Log10(minMillis), lg(0), 1e-12, "a time of zero is drawn at the floor")
+
+	var at []string
+	for _, tk := range linearTicks(0.5)(0, 1.7) {
+		at = append(at, tk.Label)
+	}
+	assert.Equal(t, []string{"0", "0.5", "1", "1.5"}, at)
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -14,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/fairlyprompt/fairly/bench/interactive"
@@ -232,49 +229,44 @@ func joinLoads(l []string) string {
 	return b.String()
 }
 
-// drawStall plots the echo's p99 per library call, one series per system
-// and P, with the 1 ms goal as a line.
+// drawStall plots the echo's response time per library call, one series
+// per system and P: a point at the p99 with a bar from the p50 to the
+// largest, and the 1 ms goal as a line.
 func drawStall(res *Results, path string) error {
-	p := logPlot("Echo response beside library calls with no preemption point",
-		"library call run by every low-priority thread", "echo response time, p99 (ms, log scale)")
+	p := logPlot(fmt.Sprintf("Stall: echo response beside library calls with no preemption point\n"+
+		"point: p99, bar: p50 to max, of one replay of %v at %g requests/s", res.EchoFor, res.EchoRate),
+		"library call repeated by each of the P low-priority threads (criterion 50-0-50)",
+		"echo response time (ms, log scale)")
 	var names []string
 	for _, l := range stallLoads {
 		names = append(names, l.name)
 	}
-	i, top := 0, 1.0
+	ys := []float64{1}
+	i := 0
 	for _, procs := range res.Procs {
 		for _, sys := range []string{sysFairly, sysGoroutines} {
-			var pts plotter.XYs
+			var pts spreadPoints
 			for x, l := range stallLoads {
 				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
-					off := 0.08 * (float64(i) - 1.5)
-					pts = append(pts, plotter.XY{X: float64(x) + off, Y: max(lat.P99.Seconds()*1e3, 1e-2)})
-					top = max(top, pts[len(pts)-1].Y)
+					ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 }
+					pts.add(float64(x)+0.1*(float64(i)-1.5), lg(ms(lat.P99)), lg(ms(lat.P50)), lg(ms(lat.Max)))
+					ys = append(ys, ms(lat.P50), ms(lat.Max))
 				}
 			}
-			if len(pts) == 0 {
-				continue
-			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
+			if err := pts.draw(p, i, fmt.Sprintf("%s, P=%d", sys, procs)); err != nil {
 				return err
 			}
-			sc.Color, sc.Shape = plotutil.Color(i), plotutil.Shape(i)
-			sc.Radius = vg.Points(4)
-			p.Add(sc)
-			p.Legend.Add(fmt.Sprintf("%s, P=%d", sys, procs), sc)
-			i++
+			if len(pts.XYs) > 0 {
+				i++
+			}
 		}
 	}
-	goal, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(names)) - 0.5, Y: 1}})
-	if err != nil {
+	x0, x1 := -0.5, float64(len(names))-0.5
+	if err := (refLine{y: lg(1), label: "goal: p99 ≤ 1 ms", style: dashed}).draw(p, x0, x1); err != nil {
 		return err
 	}
-	goal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(goal)
-	p.Legend.Add("goal: 1 ms", goal)
-	p.Y.Max = top * math.Pow(3, float64(i+1)/2) // headroom for the legend on the log axis
-	p.Legend.Top = true
+	p.X.Min, p.X.Max = x0, x1
+	decades(p, ys)
 	p.NominalX(names...)
-	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+	return save(p, 7*vg.Inch, 4*vg.Inch, path)
 }

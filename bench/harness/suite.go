@@ -127,7 +127,7 @@ func Run(cfg Config) (*Results, error) {
 		}
 		rec, err := st.run()
 		if err != nil {
-			return nil, fmt.Errorf("harness: %s: %w", st.name, err)
+			return nil, fmt.Errorf("%s: %w", st.name, err)
 		}
 		res.Records = append(res.Records, rec)
 	}

@@ -55,10 +55,10 @@ type Kernel struct {
 }
 
 // ErrUnknownKernel is returned by Lookup for a name no kernel has.
-var ErrUnknownKernel = errors.New("fairly: unknown kernel")
+var ErrUnknownKernel = errors.New("unknown kernel")
 
 // ErrWrongResult is wrapped by the errors of Instance.Check.
-var ErrWrongResult = errors.New("fairly: wrong kernel result")
+var ErrWrongResult = errors.New("wrong kernel result")
 
 // All returns the compute kernels, in the order of the paper's tables.
 func All() []Kernel {

@@ -44,17 +44,49 @@ func TestBench(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
-	var out strings.Builder
-	require.NoError(t, run(context.Background(), []string{"-requests", "10", "-rate", "500", "-procs", "2"}, nil, &out))
+	var out, errOut strings.Builder
+	require.Equal(t, 0, run(context.Background(), []string{"-requests", "10", "-rate", "500", "-procs", "2"}, nil, &out, &errOut), errOut.String())
 	assert.Contains(t, out.String(), "net echo on fairly, no load\n10 requests: mean")
-	assert.ErrorIs(t, run(context.Background(), []string{"-mode", "udp"}, nil, &out), ErrBadMode)
+}
+
+// Every mistake on the command line exits 2 with one line that names the
+// command once; -h exits 0.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-mode", "udp"}, `-mode must be net or term, not "udp"`},
+		{[]string{"-rate", "-3"}, "-rate -3 is not between 0.1 and 10000"},
+		{[]string{"-rate", "0"}, "-rate 0 is not between"},
+		{[]string{"-procs", "-1"}, "-procs -1 is not between 0 and 256"},
+		{[]string{"-procs", "100000"}, "-procs 100000 is not between 0 and 256"},
+		{[]string{"-requests", "0"}, "-requests 0 is not between 1 and 1000000"},
+		{[]string{"-conns", "0"}, "-conns 0 is not between 1 and 1024"},
+		{[]string{"-fib", "-5"}, "-fib -5 is not between 1 and 50"},
+		{[]string{"-cutoff", "-1"}, "-cutoff -1 is not between 0 and 50"},
+		{[]string{"-addr", ""}, "-addr is empty"},
+		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"stray"}, `unexpected arguments ["stray"]`},
+	} {
+		var out, errOut strings.Builder
+		assert.Equal(t, 2, run(context.Background(), c.args, nil, &out, &errOut), "%q", c.args)
+		assert.True(t, strings.HasPrefix(errOut.String(), "echo: "+c.want), "%q: %q", c.args, errOut.String())
+		assert.Equal(t, 1, strings.Count(errOut.String(), "echo:"), "%q: one prefix in %q", c.args, errOut.String())
+		assert.Empty(t, out.String())
+	}
+	for _, h := range []string{"-h", "-help"} {
+		var out, errOut strings.Builder
+		assert.Equal(t, 0, run(context.Background(), []string{h}, nil, &out, &errOut), h)
+		assert.Contains(t, errOut.String(), "usage: echo [flags]")
+	}
 }
 
 // Serving the terminal until its input ends, on fairly.
 func TestServeTerm(t *testing.T) {
 	var out strings.Builder
 	in := strings.NewReader("one\ntwo\nthree")
-	require.NoError(t, run(context.Background(), []string{"-client=false", "-mode", "term", "-load", "-fib", "15", "-procs", "2"}, in, &out))
+	require.Equal(t, 0, run(context.Background(), []string{"-client=false", "-mode", "term", "-load", "-fib", "15", "-procs", "2"}, in, &out, &out))
 	assert.Equal(t, "one\ntwo\nthree", out.String())
 }
 
@@ -63,6 +95,6 @@ func TestServeNetStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	var out strings.Builder
-	require.NoError(t, run(ctx, []string{"-client=false", "-addr", "127.0.0.1:0", "-procs", "2"}, nil, &out))
+	require.Equal(t, 0, run(ctx, []string{"-client=false", "-addr", "127.0.0.1:0", "-procs", "2"}, nil, &out, &out))
 	assert.Contains(t, out.String(), "serving on 127.0.0.1:")
 }

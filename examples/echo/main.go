@@ -30,16 +30,15 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/cli"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "echo:", err)
-		os.Exit(1)
-	}
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Config describes one run of the echo example.
@@ -65,28 +64,68 @@ type Report struct {
 }
 
 // ErrBadMode is returned for a -mode other than net or term.
-var ErrBadMode = errors.New("echo: -mode must be net or term")
+var ErrBadMode = errors.New("-mode must be net or term")
 
-func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) error {
+// Bounds of the flags.
+const (
+	maxProcs    = 256
+	maxRequests = 1_000_000
+	maxRate     = 10_000
+	maxConns    = 1024
+	maxFib      = 50
+)
+
+// run is the command without the process around it; it returns the exit
+// code (see cli.Main).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var cfg Config
+	return cli.Main("echo", stderr,
+		func() (err error) { cfg, err = parseFlags(args, stderr); return err },
+		func() error { return execute(ctx, cfg, stdin, stdout) })
+}
+
+// parseFlags reads and checks the command line.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	var cfg Config
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: echo [flags]\n\n"+
+			"Runs an echo server on fairly (or plain goroutines) and, by default, drives it with a client\n"+
+			"that prints response times; -load adds background computation.\n\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&cfg.Mode, "mode", "net", "net (TCP on 127.0.0.1) or term (lines on a pipe or stdin)")
 	fs.BoolVar(&cfg.Goroutines, "goroutines", false, "run the server and load on plain goroutines instead of fairly")
 	fs.BoolVar(&cfg.Load, "load", false, "add background Fibonacci computations at low priority")
 	fs.BoolVar(&cfg.Client, "client", true, "drive the server with the built-in client and print latencies; false: serve until interrupted")
-	fs.IntVar(&cfg.Requests, "requests", 400, "requests the client sends")
-	fs.Float64Var(&cfg.Rate, "rate", 50, "requests per second")
-	fs.IntVar(&cfg.Conns, "conns", 2, "client connections (net mode)")
-	fs.IntVar(&cfg.Procs, "procs", 0, "fairly workers (0 = GOMAXPROCS)")
-	fs.IntVar(&cfg.Fib, "fib", 30, "size of each background Fibonacci computation")
-	fs.IntVar(&cfg.Cutoff, "cutoff", 12, "fork Fibonacci calls above this size (0 = at every call)")
+	fs.IntVar(&cfg.Requests, "requests", 400, fmt.Sprintf("requests the client sends, 1 to %d", maxRequests))
+	fs.Float64Var(&cfg.Rate, "rate", 50, fmt.Sprintf("requests per second, 0.1 to %d", maxRate))
+	fs.IntVar(&cfg.Conns, "conns", 2, fmt.Sprintf("client connections (net mode), 1 to %d", maxConns))
+	fs.IntVar(&cfg.Procs, "procs", 0, fmt.Sprintf("fairly workers, 0 to %d (0 = GOMAXPROCS)", maxProcs))
+	fs.IntVar(&cfg.Fib, "fib", 30, fmt.Sprintf("size of each background Fibonacci computation, 1 to %d", maxFib))
+	fs.IntVar(&cfg.Cutoff, "cutoff", 12, fmt.Sprintf("fork Fibonacci calls above this size, 0 to %d (0 = at every call)", maxFib))
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7007", "address to serve on with -client=false")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return cfg, err
 	}
 	if cfg.Mode != "net" && cfg.Mode != "term" {
-		return ErrBadMode
+		return cfg, fmt.Errorf("%w, not %q", ErrBadMode, cfg.Mode)
 	}
+	if cfg.Addr == "" {
+		return cfg, errors.New("-addr is empty")
+	}
+	return cfg, cli.First(
+		cli.Between("requests", cfg.Requests, 1, maxRequests),
+		cli.Between("rate", cfg.Rate, 0.1, maxRate),
+		cli.Between("conns", cfg.Conns, 1, maxConns),
+		cli.Between("procs", cfg.Procs, 0, maxProcs),
+		cli.Between("fib", cfg.Fib, 1, maxFib),
+		cli.Between("cutoff", cfg.Cutoff, 0, maxFib),
+	)
+}
+
+// execute serves, or benchmarks the server with the built-in client.
+func execute(ctx context.Context, cfg Config, stdin io.Reader, out io.Writer) error {
 	if !cfg.Client {
 		return serve(ctx, cfg, stdin, out)
 	}

@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/cli"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
@@ -71,14 +72,10 @@ var Scenarios = []Scenario{
 	{"everything to the loop", 1, 0, 0},
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "motionplan:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// options are the command's flags.
+// options are the command's flags, and what they name: the map, the
+// criteria, the size of a map to generate.
 type options struct {
 	mapName   string
 	criterion string
@@ -92,49 +89,94 @@ type options struct {
 	hidden    int
 	limit     time.Duration
 	speed     float64
+
+	grid       *Grid
+	scenarios  []Scenario
+	genW, genH int
 }
 
-func run(args []string, out io.Writer) error {
+// Bounds of the flags.
+const (
+	maxProcs  = 256
+	maxSide   = 4096 // of a generated map
+	maxHidden = 64
+	maxSpeed  = 10_000
+)
+
+// run is the command without the process around it; it returns the exit
+// code (see cli.Main).
+func run(args []string, stdout, stderr io.Writer) int {
+	var o options
+	return cli.Main("motionplan", stderr,
+		func() (err error) { o, err = parseFlags(args, stderr); return err },
+		func() error { return execute(o, stdout) })
+}
+
+// parseFlags reads and checks the command line, and loads the map.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("motionplan", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: motionplan [flags]\n\n"+
+			"Runs the robot motion planner on fairly: an interaction loop, a short-term and a long-term\n"+
+			"planner at three priorities, under one criterion or (-table) the four of the comparison.\n\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.mapName, "map", "rooms-128", "map: a name from maps/ (rooms-128, rooms-64, rooms-48x32, open-32) or a .map file")
 	fs.StringVar(&o.criterion, "criterion", "1,4,1", "weights of loop,short-term,long-term")
 	fs.BoolVar(&o.table, "table", false, "run the four criteria of the comparison and print a markdown table")
 	fs.StringVar(&o.pngPath, "png", "", "write a picture of the map and the path travelled to this file (with -table, one per criterion: name-1.png, ...)")
 	fs.StringVar(&o.gen, "gen", "", "write a generated WxH map in .map format to stdout and exit")
-	fs.IntVar(&o.room, "room", 16, "room size of -gen maps")
-	fs.Float64Var(&o.clutter, "clutter", 0.08, "share of cells -gen fills with furniture")
-	fs.IntVar(&o.procs, "procs", 0, "workers (0 = GOMAXPROCS)")
+	fs.IntVar(&o.room, "room", 16, "room size of -gen maps, 4 to the map's side")
+	fs.Float64Var(&o.clutter, "clutter", 0.08, "share of cells -gen fills with furniture, 0 to 0.5")
+	fs.IntVar(&o.procs, "procs", 0, fmt.Sprintf("workers, 0 to %d (0 = GOMAXPROCS)", maxProcs))
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the world and the planners")
-	fs.IntVar(&o.hidden, "hidden", 4, "doors on the route that the map shows open but are closed")
-	fs.DurationVar(&o.limit, "limit", 8*time.Second, "give up a run after this long")
-	fs.Float64Var(&o.speed, "speed", 60, "robot speed, cells per second")
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs.IntVar(&o.hidden, "hidden", 4, fmt.Sprintf("doors on the route that the map shows open but are closed, 0 to %d", maxHidden))
+	fs.DurationVar(&o.limit, "limit", 8*time.Second, "give up a run after this long, 1ms to 1h")
+	fs.Float64Var(&o.speed, "speed", 60, fmt.Sprintf("robot speed, cells per second, 0.1 to %d", maxSpeed))
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return o, err
 	}
+	if err := cli.First(
+		cli.Between("procs", o.procs, 0, maxProcs),
+		cli.Between("hidden", o.hidden, 0, maxHidden),
+		cli.Between("limit", o.limit, time.Millisecond, time.Hour),
+		cli.Between("speed", o.speed, 0.1, maxSpeed),
+		cli.Between("clutter", o.clutter, 0, 0.5),
+	); err != nil {
+		return o, err
+	}
+	var err error
 	if o.gen != "" {
-		var w, h int
-		if _, err := fmt.Sscanf(o.gen, "%dx%d", &w, &h); err != nil || w < 4 || h < 4 {
-			return fmt.Errorf("-gen %q: want WxH, at least 4x4", o.gen)
+		if _, err := fmt.Sscanf(o.gen, "%dx%d", &o.genW, &o.genH); err != nil || min(o.genW, o.genH) < 4 || max(o.genW, o.genH) > maxSide {
+			return o, fmt.Errorf("-gen %q is not WxH with sides 4 to %d", o.gen, maxSide)
 		}
-		return WriteMap(out, Generate(rand.New(rand.NewPCG(o.seed, 1)), w, h, o.room, o.clutter))
+		return o, cli.Between("room", o.room, 4, max(4, o.genW, o.genH))
 	}
-	g, err := loadMap(o.mapName)
-	if err != nil {
-		return err
+	if o.grid, err = loadMap(o.mapName); err != nil {
+		return o, err
 	}
-	cfg := DefaultSimConfig(g, o.hidden, o.seed)
-	cfg.Limit, cfg.Speed = o.limit, o.speed
-	scenarios := Scenarios
+	o.scenarios = Scenarios
 	if !o.table {
 		s, err := parseCriterion(o.criterion)
 		if err != nil {
-			return err
+			return o, err
 		}
-		scenarios = []Scenario{s}
+		o.scenarios = []Scenario{s}
 	}
+	return o, nil
+}
+
+// execute generates a map, or runs the robot under each scenario of o.
+func execute(o options, out io.Writer) error {
+	if o.gen != "" {
+		return WriteMap(out, Generate(rand.New(rand.NewPCG(o.seed, 1)), o.genW, o.genH, o.room, o.clutter))
+	}
+	g := o.grid
+	cfg := DefaultSimConfig(g, o.hidden, o.seed)
+	cfg.Limit, cfg.Speed = o.limit, o.speed
 	var rows []Row
-	for i, s := range scenarios {
+	for i, s := range o.scenarios {
 		row, err := RunScenario(s, cfg, o.procs)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
@@ -175,30 +217,40 @@ func DefaultSimConfig(g *Grid, hidden int, seed uint64) SimConfig {
 }
 
 // ErrUnknownMap is returned for a -map that is neither a stored map nor a file.
-var ErrUnknownMap = errors.New("motionplan: unknown map")
+var ErrUnknownMap = errors.New("unknown map")
 
 func loadMap(name string) (*Grid, error) {
 	data, err := mapFiles.ReadFile("maps/" + name + ".map")
 	if err != nil {
 		if data, err = os.ReadFile(name); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrUnknownMap, name)
+			return nil, fmt.Errorf("-map: %w %q: neither a map of maps/ (rooms-128, rooms-64, rooms-48x32, open-32) nor a file that opens: %w",
+				ErrUnknownMap, name, err)
 		}
 	}
-	return ReadMap(bytes.NewReader(data))
+	g, err := ReadMap(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("-map %s: %w", name, err)
+	}
+	return g, nil
 }
 
+// parseCriterion reads -criterion: three weights loop,short,long, none
+// negative and not all zero.
 func parseCriterion(s string) (Scenario, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) != 3 {
-		return Scenario{}, fmt.Errorf("-criterion %q: want three weights loop,short,long", s)
+		return Scenario{}, fmt.Errorf("-criterion %q is not three weights loop,short,long", s)
 	}
 	var w [3]float64
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return Scenario{}, fmt.Errorf("-criterion %q: %w", s, err)
+		if err != nil || !(v >= 0 && v <= 1e6) {
+			return Scenario{}, fmt.Errorf("-criterion %q: %q is not a weight from 0 to 1e6", s, p)
 		}
 		w[i] = v
+	}
+	if w[0]+w[1]+w[2] == 0 {
+		return Scenario{}, fmt.Errorf("-criterion %q gives no priority a share", s)
 	}
 	return Scenario{Name: s, Loop: w[0], Short: w[1], Long: w[2]}, nil
 }

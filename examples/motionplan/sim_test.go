@@ -120,7 +120,7 @@ func TestSimulateReachesGoal(t *testing.T) {
 func TestTableCommand(t *testing.T) {
 	var out strings.Builder
 	dir := t.TempDir()
-	require.NoError(t, run([]string{"-table", "-map", "open-32", "-limit", "300ms", "-hidden", "1", "-png", filepath.Join(dir, "run.png")}, &out))
+	require.Equal(t, 0, run([]string{"-table", "-map", "open-32", "-limit", "300ms", "-hidden", "1", "-png", filepath.Join(dir, "run.png")}, &out, &out), out.String())
 	for i := range Scenarios {
 		assert.FileExists(t, filepath.Join(dir, fmt.Sprintf("run-%d.png", i+1)))
 	}
@@ -131,12 +131,42 @@ func TestTableCommand(t *testing.T) {
 	}
 }
 
+// Every mistake on the command line exits 2 with one line that names the
+// command once; -h exits 0.
 func TestCommandErrors(t *testing.T) {
-	var out strings.Builder
-	assert.ErrorIs(t, run([]string{"-map", "no-such-map"}, &out), ErrUnknownMap)
-	assert.Error(t, run([]string{"-criterion", "1,2"}, &out))
-	assert.Error(t, run([]string{"-gen", "2x2"}, &out))
-	require.NoError(t, run([]string{"-gen", "20x10"}, &out))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-map", "no-such-map"}, `-map: unknown map "no-such-map": neither a map of maps/`},
+		{[]string{"-criterion", "1,2"}, `-criterion "1,2" is not three weights loop,short,long`},
+		{[]string{"-criterion", "1,-2,1"}, `-criterion "1,-2,1": "-2" is not a weight`},
+		{[]string{"-criterion", "0,0,0"}, `-criterion "0,0,0" gives no priority a share`},
+		{[]string{"-gen", "2x2"}, `-gen "2x2" is not WxH with sides 4 to 4096`},
+		{[]string{"-gen", "wide"}, `-gen "wide" is not WxH`},
+		{[]string{"-gen", "20x10", "-room", "0"}, "-room 0 is not between 4 and 20"},
+		{[]string{"-procs", "-1"}, "-procs -1 is not between 0 and 256"},
+		{[]string{"-procs", "1000"}, "-procs 1000 is not between 0 and 256"},
+		{[]string{"-hidden", "-1"}, "-hidden -1 is not between 0 and 64"},
+		{[]string{"-limit", "0s"}, "-limit 0s is not between 1ms and 1h0m0s"},
+		{[]string{"-speed", "-60"}, "-speed -60 is not between 0.1 and 10000"},
+		{[]string{"-clutter", "2"}, "-clutter 2 is not between 0 and 0.5"},
+		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"stray"}, `unexpected arguments ["stray"]`},
+	} {
+		var out, errOut strings.Builder
+		assert.Equal(t, 2, run(c.args, &out, &errOut), "%q", c.args)
+		assert.True(t, strings.HasPrefix(errOut.String(), "motionplan: "+c.want), "%q: %q", c.args, errOut.String())
+		assert.Equal(t, 1, strings.Count(errOut.String(), "motionplan:"), "%q: one prefix in %q", c.args, errOut.String())
+		assert.Empty(t, out.String())
+	}
+	for _, h := range []string{"-h", "-help"} {
+		var out, errOut strings.Builder
+		assert.Equal(t, 0, run([]string{h}, &out, &errOut), h)
+		assert.Contains(t, errOut.String(), "usage: motionplan [flags]")
+	}
+	var out, errOut strings.Builder
+	require.Equal(t, 0, run([]string{"-gen", "20x10"}, &out, &errOut), errOut.String())
 	g, err := ReadMap(strings.NewReader(out.String()))
 	require.NoError(t, err)
 	assert.Equal(t, 20, g.W)

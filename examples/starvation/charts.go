@@ -69,8 +69,9 @@ func drawSweep(res *Results, s Setup, m metric, path string) error {
 	row := make([]*plot.Plot, nClasses)
 	for c := range nClasses {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s class: %s, %s, ρ_L = %g", classNames[c], m.name, s, res.Plan.RhoLo)
-		p.X.Label.Text = "load of the hi class ρ_H"
+		p.Title.Text = fmt.Sprintf("%s class: %s, %s, ρ_L = %g\npoint: the jobs of %d seeds pooled, bar: the per-seed min–max",
+			classNames[c], m.name, s, res.Plan.RhoLo, res.Plan.Seeds)
+		p.X.Label.Text = "load of the hi class ρ_H (fraction of the slots' capacity)"
 		p.Y.Label.Text = m.name + " (s, log scale)"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}

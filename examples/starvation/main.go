@@ -22,7 +22,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +32,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/fairlyprompt/fairly/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -47,26 +48,23 @@ type options struct {
 	charts   bool
 }
 
-// errUsage marks command-line mistakes (exit code 2).
-var errUsage = errors.New("usage")
-
 // run is the command without the process around it; it returns the exit
-// code.
+// code (see cli.Main).
 func run(args []string, stdout, stderr io.Writer) int {
-	opt, err := parseFlags(args, stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "starvation: %v\nRun 'starvation -h' for the flags.\n", err)
-		return 2
-	}
+	var opt *options
+	return cli.Main("starvation", stderr,
+		func() (err error) { opt, err = parseFlags(args, stderr); return err },
+		func() error { return execute(opt, stdout, stderr) })
+}
+
+// execute runs the experiment of opt: the check, or the sweep with its
+// table and charts.
+func execute(opt *options, stdout, stderr io.Writer) error {
 	// One worker: the job bodies only wait, and an idle second worker would
 	// spin for work against the driver's goroutines on a 2-core machine.
 	env, err := NewEnv(1)
 	if err != nil {
-		fmt.Fprintln(stderr, "starvation:", err)
-		return 1
+		return err
 	}
 	defer env.Close()
 	var progress func(done, total int)
@@ -76,14 +74,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	res, err := Execute(env, opt.plan, progress)
 	if err != nil {
-		fmt.Fprintln(stderr, "starvation:", err)
-		return 1
+		return err
 	}
 	done := fmt.Sprintf("\n%d simulations in %.1fs\n", len(res.Rows)/nClasses*opt.plan.Seeds+len(res.Series), time.Since(start).Seconds())
 	if opt.jsonFile != "" {
 		if err := writeJSON(opt.jsonFile, res.Rows); err != nil {
-			fmt.Fprintln(stderr, "starvation:", err)
-			return 1
+			return err
 		}
 	}
 	if opt.check {
@@ -92,22 +88,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ok := printCheck(stdout, checkRows(res.Rows))
 		fmt.Fprint(stdout, done)
 		if !ok {
-			fmt.Fprintf(stderr, "starvation: the check failed: a relative error above %.0f%%\n", 100*checkTolerance)
-			return 1
+			return fmt.Errorf("the check failed: a relative error above %.0f%%", 100*checkTolerance)
 		}
-		return 0
+		return nil
 	}
 	printTable(stdout, res)
 	fmt.Fprint(stdout, done)
 	if opt.charts {
 		paths, err := drawCharts(res, opt.out)
 		if err != nil {
-			fmt.Fprintln(stderr, "starvation: charts:", err)
-			return 1
+			return fmt.Errorf("charts: %w", err)
 		}
 		fmt.Fprintf(stdout, "charts: %s\n", strings.Join(paths, ", "))
 	}
-	return 0
+	return nil
 }
 
 // progressBar shows finished simulations on w, as fairbench does.
@@ -137,9 +131,6 @@ const checkRhos = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8"
 // parseFlags reads the command line.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("starvation", flag.ContinueOnError)
-	// The flag package would print its own message and the usage on a
-	// mistake; run prints one line with the command's prefix instead.
-	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: starvation [flags]\n\n"+
 			"Runs the priority-starvation experiment on fairly's job scheduler: a table of waits\n"+
@@ -162,18 +153,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	parallel := fs.Int("parallel", 8, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
 	check := fs.Bool("check", false, "check static priority against Cobham's formula at full size instead of the sweep")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...)) }
 	o := &options{out: *out, jsonFile: *jsonFile, check: *check, progress: *progress, charts: !*check}
 	p := &o.plan
 	if *rhoList == "" {
@@ -184,28 +166,25 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	var err error
 	if p.RhoHi, err = parseList(*rhoList, parseFloat); err != nil {
-		return nil, bad("-rho-hi: %v", err)
+		return nil, fmt.Errorf("-rho-hi: %v", err)
 	}
 	for _, r := range p.RhoHi {
 		if !(r > 0 && r < 1) {
-			return nil, bad("-rho-hi: %v is not in (0, 1)", r)
+			return nil, fmt.Errorf("-rho-hi: %v is not in (0, 1)", r)
 		}
 	}
 	if !(*rhoLo >= 0 && *rhoLo < 1) {
-		return nil, bad("-rho-lo: %v is not in [0, 1)", *rhoLo)
+		return nil, fmt.Errorf("-rho-lo: %v is not in [0, 1)", *rhoLo)
 	}
 	p.RhoLo = *rhoLo
 	if !(*seriesLo >= 0 && *seriesLo < 1) {
-		return nil, bad("-series-rho-lo: %v is not in [0, 1)", *seriesLo)
+		return nil, fmt.Errorf("-series-rho-lo: %v is not in [0, 1)", *seriesLo)
 	}
 	if *series != 0 && !(*series > 0 && *series < 1) {
-		return nil, bad("-series-rho: %v is not in (0, 1)", *series)
+		return nil, fmt.Errorf("-series-rho: %v is not in (0, 1)", *series)
 	}
-	if *seeds < 1 || *seeds > 1000 {
-		return nil, bad("-seeds: %d is not in 1..1000", *seeds)
-	}
-	if *parallel < 1 || *parallel > 256 {
-		return nil, bad("-parallel: %d is not in 1..256", *parallel)
+	if err := cli.First(cli.Between("seeds", *seeds, 1, 1000), cli.Between("parallel", *parallel, 1, 256)); err != nil {
+		return nil, err
 	}
 	if *horizon == 0 {
 		*horizon = 1500
@@ -214,7 +193,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	if !(*horizon >= 2*window) || *horizon > 1e8 {
-		return nil, bad("-horizon: %v is not in [%g, 1e8] seconds", *horizon, 2*window)
+		return nil, fmt.Errorf("-horizon: %v is not in [%g, 1e8] seconds", *horizon, 2*window)
 	}
 	p.Seeds, p.Seed, p.Horizon, p.Parallel = *seeds, *seed, *horizon, *parallel
 	if *policyList == "all" {
@@ -223,7 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		for name := range strings.SplitSeq(*policyList, ",") {
 			pol, ok := findPolicy(strings.TrimSpace(name))
 			if !ok {
-				return nil, bad("-policies: unknown policy %q (known: %s)", name, policyNames())
+				return nil, fmt.Errorf("-policies: unknown policy %q (known: %s)", name, policyNames())
 			}
 			p.Policies = append(p.Policies, pol)
 		}
@@ -236,11 +215,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	slots, err := parseList(*slotList, strconv.Atoi)
 	if err != nil {
-		return nil, bad("-slots: %v", err)
+		return nil, fmt.Errorf("-slots: %v", err)
 	}
 	for _, n := range slots {
 		if n < 1 || n > 64 {
-			return nil, bad("-slots: %d is not in 1..64", n)
+			return nil, fmt.Errorf("-slots: %d is not in 1..64", n)
 		}
 		p.Setups = append(p.Setups, Setup{Slots: n, Dist: distExp})
 	}

@@ -238,11 +238,12 @@ func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-rho-hi", "0.5,1.2"}, {"-rho-hi", "x"}, {"-rho-lo", "1"}, {"-seeds", "0"}, {"-slots", "0"},
 		{"-policies", "static,fifo"}, {"-horizon", "10"}, {"-parallel", "0"}, {"-series-rho", "-1"},
-		{"-series-rho-lo", "2"}, {"-nonsense"}, {"extra"},
+		{"-series-rho-lo", "2"}, {"-nonsense"}, {"extra"}, {"-seeds", "-3"}, {"-parallel", "1000"}, {"-rho-lo", "-0.5"},
 	} {
 		errs.Reset()
 		assert.Equal(t, 2, run(args, &out, &errs), "%v", args)
-		assert.True(t, strings.HasPrefix(errs.String(), "starvation: usage: "), "%v: %s", args, errs.String())
+		assert.True(t, strings.HasPrefix(errs.String(), "starvation: "), "%v: %s", args, errs.String())
+		assert.Equal(t, 1, strings.Count(errs.String(), "starvation:"), "%v: one prefix in %s", args, errs.String())
 	}
 }
 

@@ -3,57 +3,30 @@ package jobsmetrics_test
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/fairlyprompt/fairly/jobs/jobsmetrics"
 )
 
-type source jobsmetrics.Snapshot
+func TestWaitBuckets(t *testing.T) {
+	assert.Len(t, jobsmetrics.WaitBuckets, 12)
+	assert.InDelta(t, 0.001, jobsmetrics.WaitBuckets[0], 1e-15)
+	assert.InDelta(t, 0.001*(1<<22), jobsmetrics.WaitBuckets[11], 1e-9, "4^11 ms, about 70 minutes")
+}
 
-func (s source) MetricsSnapshot() jobsmetrics.Snapshot { return jobsmetrics.Snapshot(s) }
-
-func TestCollectorExportsTheSnapshot(t *testing.T) {
+func TestHistogram(t *testing.T) {
 	var h jobsmetrics.Histogram
 	h.Observe(0.0005)
+	h.Observe(0.001) // on a bound: counted in that bucket
 	h.Observe(2)
 	h.Observe(1e9) // above the last bound
-	src := source{
-		QueueWait:           h,
-		PendingByTier:       []jobsmetrics.Named{{Name: "bg", Value: 3}},
-		AgingPromotions:     7,
-		GroupAllocation:     []jobsmetrics.Named{{Name: "a", Value: 4}},
-		GroupUtilization:    []jobsmetrics.Named{{Name: "a", Value: 0.5}},
-		ExcessRedistributed: 2,
-	}
-	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(jobsmetrics.New(src)))
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	got := map[string]float64{}
-	for _, mf := range families {
-		m := mf.GetMetric()[0]
-		switch {
-		case m.GetHistogram() != nil:
-			got[mf.GetName()] = float64(m.GetHistogram().GetSampleCount())
-			assert.Equal(t, uint64(1), m.GetHistogram().GetBucket()[0].GetCumulativeCount(), "1 ms bucket")
-		case m.GetCounter() != nil:
-			got[mf.GetName()] = m.GetCounter().GetValue()
-		default:
-			got[mf.GetName()] = m.GetGauge().GetValue()
-		}
-	}
-	assert.Equal(t, map[string]float64{
-		"fairly_jobs_queue_wait_seconds":               3,
-		"fairly_jobs_pending_effective_tier":           3,
-		"fairly_jobs_aging_promotions_total":           7,
-		"fairly_jobs_group_allocation_slots":           4,
-		"fairly_jobs_group_utilization_ratio":          0.5,
-		"fairly_jobs_group_excess_redistributed_total": 2,
-	}, got)
-	assert.Len(t, jobsmetrics.Collectors(src), 1)
+	assert.Equal(t, uint64(4), h.Count)
+	assert.InDelta(t, 1e9+2.0015, h.Sum, 1e-6)
+	assert.Len(t, h.Counts, len(jobsmetrics.WaitBuckets)+1)
+	assert.Equal(t, uint64(2), h.Counts[0], "up to 1 ms")
+	assert.Equal(t, uint64(1), h.Counts[6], "2 s is in (1.024 s, 4.096 s]")
+	assert.Equal(t, uint64(1), h.Counts[len(jobsmetrics.WaitBuckets)], "above the last bound")
 	c := h.Clone()
 	c.Counts[0]++
-	assert.Equal(t, uint64(1), h.Counts[0], "a clone does not share its counts")
+	assert.Equal(t, uint64(2), h.Counts[0], "a clone does not share its counts")
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/harness"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/internal/cli"
 )
 
 func main() {
@@ -66,19 +67,24 @@ func selfDriver(niceness int) func(args ...string) *exec.Cmd {
 	}
 }
 
-// errUsage marks command-line mistakes (exit code 2).
-var errUsage = errors.New("usage")
-
-// run is the command without the process around it; it returns the exit code.
+// run is the command without the process around it; it returns the exit
+// code (see cli.Main).
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, out, progress, err := parseFlags(args, stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "fairbench: %v\nRun 'fairbench -h' for the flags.\n", err)
-		return 2
+	var (
+		cfg      *harness.Config
+		out      string
+		progress bool
+	)
+	parse := func() (err error) {
+		cfg, out, progress, err = parseFlags(args, stderr)
+		return err
 	}
+	return cli.Main("fairbench", stderr, parse, func() error { return suite(args, cfg, out, progress, stdout, stderr) })
+}
+
+// suite runs the suite of cfg, prints its tables on stdout and writes the
+// report folder out.
+func suite(args []string, cfg *harness.Config, out string, progress bool, stdout, stderr io.Writer) error {
 	if progress {
 		var bar *progressbar.ProgressBar
 		cfg.Progress = func(done, total int, next string) {
@@ -98,23 +104,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	loadBefore := loadAverage()
 	res, err := harness.Run(*cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "\nfairbench:", err)
-		return 1
+		if progress {
+			fmt.Fprintln(stderr) // end the progress bar's line
+		}
+		return err
 	}
 	fmt.Fprint(stdout, harness.Markdown(res))
 	if err := harness.WriteReport(out, header(args, cfg, loadBefore, loadAverage()), res); err != nil {
-		fmt.Fprintln(stderr, "fairbench: writing the report:", err)
-		return 1
+		return fmt.Errorf("writing the report: %w", err)
 	}
 	fmt.Fprintf(stderr, "fairbench: report written to %s/report.md\n", out)
-	return 0
+	return nil
 }
 
+// maxNice is the largest niceness Unix knows; -maxNice-1 the smallest.
+const maxNice = 19
+
 // parseFlags reads the command line into a suite, the report folder and
-// whether to show progress.
+// whether to show progress. With -h it prints the usage on stderr and
+// returns flag.ErrHelp; its other errors are mistakes on the command line,
+// worded for the command's name to precede them.
 func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool, error) {
 	fs := flag.NewFlagSet("fairbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	names := make([]string, 0)
 	for _, k := range kernels.All() {
 		names = append(names, k.Name)
@@ -127,33 +138,30 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	quick := fs.Bool("quick", true, "quick suite: small sizes, 3 repetitions, 2s echo replays")
 	full := fs.Bool("full", false, "full suite: the kernels' default sizes (about 1s sequential), 5 repetitions, 10s echo replays")
 	kernelList := fs.String("kernels", "all", "comma-separated kernels, or all")
-	procList := fs.String("procs", "1,2", "comma-separated processor counts")
+	procList := fs.String("procs", "1,2", fmt.Sprintf("comma-separated processor counts, each 1 to %d", harness.MaxProcs))
 	critList := fs.String("criteria", "50-0-50,50-25-25", "comma-separated criteria HIGH-MEDIUM-LOW (percent) for table1, table4 and fig8")
 	shareList := fs.String("shares", "50,25,5", "comma-separated interactive shares (percent) for fig9")
 	sizeList := fs.String("size", "", "kernel sizes: name=N,... and/or one of the presets quick, default, paper")
-	reps := fs.Int("reps", 0, "repetitions of each kernel measurement (default 3 quick, 5 full)")
+	reps := fs.Int("reps", 0, fmt.Sprintf("repetitions of each kernel measurement, 1 to %d (default 3 quick, 5 full)", harness.MaxReps))
 	expList := fs.String("experiments", "all", "comma-separated experiments, or all")
-	rate := fs.Float64("rate", 50, "echo requests per second")
+	rate := fs.Float64("rate", 50, fmt.Sprintf("echo requests per second, above 0 and at most %d", harness.MaxEchoRate))
 	echoFor := fs.Duration("echo-for", 0, "length of the echo replays of table5 and fig9 (default 2s quick, 10s full)")
-	fibSize := fs.Int("fib", 0, "n of fib in table5 and fig9 (default: the size of fib)")
+	fibSize := fs.Int("fib", 0, fmt.Sprintf("n of fib in table5 and fig9, 1 to %d (default: the size of fib)", harness.MaxFibSize))
 	out := fs.String("out", "fairbench-report", "report folder")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
-	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process (0: unchanged); see bench/README.md")
-	stallMiB := fs.Int("stall-mib", 64, "input size of the stall experiment's library calls, in MiB")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, "", false, err
-		}
-		return nil, "", false, fmt.Errorf("%w: %v", errUsage, err)
+	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
+	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return nil, "", false, err
 	}
-	if fs.NArg() > 0 {
-		return nil, "", false, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := cli.Between("driver-nice", *driverNice, -maxNice-1, maxNice); err != nil {
+		return nil, "", false, err
+	}
+	if *out == "" {
+		return nil, "", false, errors.New("-out is empty")
 	}
 	if *full {
 		*quick = false
-	}
-	if *stallMiB <= 0 {
-		return nil, "", false, fmt.Errorf("%w: -stall-mib must be positive", errUsage)
 	}
 	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
@@ -170,13 +178,13 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if cfg.Kernels, err = parseKernels(*kernelList); err != nil {
 		return nil, "", false, err
 	}
-	if cfg.Procs, err = parseList(*procList, "processor count", strconv.Atoi); err != nil {
+	if cfg.Procs, err = parseList("procs", *procList, parseInt); err != nil {
 		return nil, "", false, err
 	}
-	if cfg.Criteria, err = parseList(*critList, "criterion", harness.ParseCriterion); err != nil {
+	if cfg.Criteria, err = parseList("criteria", *critList, harness.ParseCriterion); err != nil {
 		return nil, "", false, err
 	}
-	if cfg.Shares, err = parseList(*shareList, "share", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+	if cfg.Shares, err = parseList("shares", *shareList, parseFloat); err != nil {
 		return nil, "", false, err
 	}
 	if cfg.Sizes, err = parseSizes(*sizeList, preset); err != nil {
@@ -184,20 +192,19 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	if *expList == "all" {
 		cfg.Experiments = harness.Experiments
-	} else if cfg.Experiments, err = parseList(*expList, "experiment", func(s string) (string, error) { return s, nil }); err != nil {
+	} else if cfg.Experiments, err = parseList("experiments", *expList, func(s string) (string, error) { return s, nil }); err != nil {
 		return nil, "", false, err
 	}
-	if *out == "" {
-		return nil, "", false, fmt.Errorf("%w: -out is empty", errUsage)
-	}
 	cfg.Driver = selfDriver(*driverNice)
-	if err := cfg.Validate(); err != nil {
-		return nil, "", false, fmt.Errorf("%w: %v", errUsage, err)
+	if err := cfg.Validate(); err != nil { // ranges, experiment names
+		return nil, "", false, err
 	}
 	return cfg, *out, *progress, nil
 }
 
-func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error) {
+// parseList reads the comma-separated values of a flag; its errors name
+// the flag.
+func parseList[T any](flagName, s string, parse func(string) (T, error)) ([]T, error) {
 	var out []T
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
@@ -206,21 +213,39 @@ func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error
 		}
 		v, err := parse(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: bad %s %q: %v", errUsage, what, f, err)
+			return nil, fmt.Errorf("-%s: %w", flagName, err)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no %s given", errUsage, what)
+		return nil, fmt.Errorf("-%s: no value given", flagName)
 	}
 	return out, nil
+}
+
+// parseInt and parseFloat are strconv's, with messages that do not name
+// strconv.
+func parseInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	return n, nil
+}
+
+func parseFloat(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return x, nil
 }
 
 func parseKernels(s string) ([]kernels.Kernel, error) {
 	if s == "all" {
 		return kernels.All(), nil
 	}
-	return parseList(s, "kernel", kernels.Lookup)
+	return parseList("kernels", s, kernels.Lookup)
 }
 
 // parseSizes reads "name=N,..." with optional presets; preset applies
@@ -249,11 +274,11 @@ func parseSizes(s, preset string) (map[string]int, error) {
 		default:
 			name, val, ok := strings.Cut(f, "=")
 			if _, err := kernels.Lookup(name); !ok || err != nil {
-				return nil, fmt.Errorf("%w: bad size %q: want name=N with a known kernel or a preset (quick, default, paper)", errUsage, f)
+				return nil, fmt.Errorf("-size: %q is not name=N with a known kernel, nor a preset (quick, default, paper)", f)
 			}
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%w: bad size %q: want a positive integer", errUsage, f)
+				return nil, fmt.Errorf("-size: %q: %q is not a positive integer", f, val)
 			}
 			sizes[name] = n
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,32 +41,63 @@ func TestRunTiny(t *testing.T) {
 	assert.Contains(t, string(md), "fib n=12, uts depth=3")
 }
 
+// Every mistake on the command line exits with status 2 and one line
+// that starts with the command's name, once, and says what is wrong.
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-kernels", "nope"},
-		{"-procs", "0"},
-		{"-procs", "x"},
-		{"-procs", ""},
-		{"-criteria", "50-50"},
-		{"-shares", "90"},
-		{"-size", "fib=-3"},
-		{"-size", "nope=3"},
-		{"-size", "huge"},
-		{"-reps", "-1"},
-		{"-experiments", "table7"},
-		{"-rate", "0"},
-		{"-out", ""},
-		{"-bogus"},
-		{"stray"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-kernels", "nope"}, `-kernels: unknown kernel "nope" (known kernels: fib,`},
+		{[]string{"-kernels", ""}, "-kernels: no value given"},
+		{[]string{"-procs", "0"}, "processor count 0 is not in 1..256"},
+		{[]string{"-procs", "-2"}, "processor count -2 is not in 1..256"},
+		{[]string{"-procs", "5000"}, "processor count 5000 is not in 1..256"},
+		{[]string{"-procs", "x"}, `-procs: "x" is not an integer`},
+		{[]string{"-procs", ""}, "-procs: no value given"},
+		{[]string{"-criteria", "50-50"}, `-criteria: criterion "50-50" is not HIGH-MEDIUM-LOW`},
+		{[]string{"-criteria", "50-50-0"}, "gives the kernel no share"},
+		{[]string{"-shares", "90"}, "interactive share 90 is not in (0, 50] percent"},
+		{[]string{"-shares", "ten"}, `-shares: "ten" is not a number`},
+		{[]string{"-size", "fib=-3"}, `-size: "fib=-3": "-3" is not a positive integer`},
+		{[]string{"-size", "nope=3"}, `-size: "nope=3" is not name=N with a known kernel`},
+		{[]string{"-size", "huge"}, `-size: "huge" is not name=N`},
+		{[]string{"-reps", "-1"}, "repetitions -1 is not in 1..1000"},
+		{[]string{"-reps", "100000"}, "repetitions 100000 is not in 1..1000"},
+		{[]string{"-experiments", "table7"}, `unknown experiment "table7" (known: table1, table2`},
+		{[]string{"-experiments", ","}, "-experiments: no value given"},
+		{[]string{"-rate", "0"}, "echo rate 0 is not in (0, 10000] requests per second"},
+		{[]string{"-rate", "-3"}, "echo rate -3 is not in (0, 10000]"},
+		{[]string{"-rate", "1e9"}, "echo rate 1e+09 is not in (0, 10000]"},
+		{[]string{"-echo-for", "-1s"}, "echo replay length -1s is not in (0, 1h0m0s]"},
+		{[]string{"-fib", "-2"}, "fib size -2 is not in 1..50"},
+		{[]string{"-stall-mib", "-1"}, "stall input -1 MiB is not in 1..1024"},
+		{[]string{"-driver-nice", "50"}, "-driver-nice 50 is not between -20 and 19"},
+		{[]string{"-out", ""}, "-out is empty"},
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-procs"}, "flag needs an argument: -procs"},
+		{[]string{"-reps", "many"}, `invalid value "many" for flag -reps`},
+		{[]string{"stray"}, `unexpected arguments ["stray"]`},
 	} {
 		var out, errOut bytes.Buffer
-		assert.Equal(t, 2, run(args, &out, &errOut), "%q", args)
-		assert.NotEmpty(t, errOut.String(), "%q", args)
-		assert.Empty(t, out.String(), "%q", args)
+		assert.Equal(t, 2, run(c.args, &out, &errOut), "%q", c.args)
+		assert.Empty(t, out.String(), "%q", c.args)
+		msg, _, _ := strings.Cut(errOut.String(), "\n")
+		assert.True(t, strings.HasPrefix(msg, "fairbench: "), "%q: %q", c.args, msg)
+		assert.Equal(t, 1, strings.Count(msg, "fairbench"), "%q: one prefix in %q", c.args, msg)
+		assert.Contains(t, msg, c.want, "%q", c.args)
+		assert.Contains(t, errOut.String(), "Run 'fairbench -h' for the flags.", "%q", c.args)
 	}
-	var out, errOut bytes.Buffer
-	assert.Equal(t, 0, run([]string{"-h"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), "-experiments")
+}
+
+func TestHelp(t *testing.T) {
+	for _, h := range []string{"-h", "-help", "--help"} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 0, run([]string{h}, &out, &errOut), h)
+		assert.Contains(t, errOut.String(), "usage: fairbench [flags]", h)
+		assert.Contains(t, errOut.String(), "-experiments", h)
+		assert.Empty(t, out.String(), h)
+	}
 }
 
 func TestParseSizes(t *testing.T) {
@@ -77,7 +109,7 @@ func TestParseSizes(t *testing.T) {
 	assert.Equal(t, 20, sizes["fib"])
 	assert.Equal(t, 11, sizes["uts"])
 	_, err = parseSizes("fib", "quick")
-	assert.ErrorIs(t, err, errUsage)
+	assert.ErrorContains(t, err, "-size")
 }
 
 func TestPresets(t *testing.T) {
