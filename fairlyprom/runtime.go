@@ -27,7 +27,7 @@ type StatsSource interface {
 //   - primary_rounds_total{priority}: rounds in which it was the primary
 //     priority of a worker;
 //   - rounds_total, deals_sent_total, deals_received_total, requests_total,
-//     donations_total, preemptions_total, rescues_total: the counters of
+//     donations_total, preemptions_total, rescues_total, promotions_total: the counters of
 //     runtime.Stats of the same names.
 //
 // A priority's label is its name; a name two priorities share is followed
@@ -76,6 +76,8 @@ func NewRuntimeCollector(rt StatsSource) *RuntimeCollector {
 				func(s runtime.Stats) uint64 { return s.Preemptions }),
 			counter("rescues_total", "Workers taken from a goroutine stuck in a thread's code and given to a new one.",
 				func(s runtime.Stats) uint64 { return s.Rescues }),
+			counter("promotions_total", "Lazy forks made real threads, and parallel loops split, so that another worker could take the work.",
+				func(s runtime.Stats) uint64 { return s.Promotions }),
 		},
 	}
 }
