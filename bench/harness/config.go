@@ -131,6 +131,10 @@ type Config struct {
 	// StallMiB is the input size of the stall experiment's library calls,
 	// in MiB (default 64: sha256 and flate over 64 MiB, a sort of 1M keys).
 	StallMiB int
+	// EchoGrace is how long a driver waits for the echoes of its last
+	// requests before it counts them lost (0: the driver's default, 2 s).
+	// Tests under the race detector on a loaded machine need more.
+	EchoGrace time.Duration
 	// Driver returns a command that runs the driver with the given
 	// arguments (see driver.Main); it must not be started yet.
 	Driver func(args ...string) *exec.Cmd

@@ -59,6 +59,7 @@ func tinyConfig(t *testing.T) Config {
 		EchoFor:     150 * time.Millisecond,
 		FibSize:     14,
 		StallMiB:    1,
+		EchoGrace:   30 * time.Second, // slow under -race beside other packages' tests
 		Driver:      testDriver,
 	}
 }

@@ -163,10 +163,18 @@ type driverProc struct {
 	err            error // of the process, once done
 }
 
+// graceArgs adds EchoGrace to a driver's arguments when it is set.
+func (cfg *Config) graceArgs(args ...string) []string {
+	if cfg.EchoGrace > 0 {
+		args = append(args, "-grace", cfg.EchoGrace.String())
+	}
+	return args
+}
+
 // startTCPDriver starts a driver replaying script against addr. An
 // open-ended replay runs until stop.
 func (cfg *Config) startTCPDriver(addr, script string) (*driverProc, error) {
-	d := &driverProc{cmd: cfg.Driver("-addr", addr, "-script", script, "-stop-on-eof", "-results", "-"), done: make(chan struct{})}
+	d := &driverProc{cmd: cfg.Driver(cfg.graceArgs("-addr", addr, "-script", script, "-stop-on-eof", "-results", "-")...), done: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, &d.stderr
 	var err error
 	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
@@ -190,7 +198,7 @@ func (cfg *Config) startStreamDriver(dir, script string) (*driverProc, *os.File,
 		return nil, nil, nil, err
 	}
 	d := &driverProc{results: filepath.Join(dir, "driver.json"), done: make(chan struct{})}
-	d.cmd = cfg.Driver("-stdio", "-script", script, "-results", d.results)
+	d.cmd = cfg.Driver(cfg.graceArgs("-stdio", "-script", script, "-results", d.results)...)
 	d.cmd.Stdin, d.cmd.Stdout, d.cmd.Stderr = echoR, reqW, &d.stderr
 	err = d.start()
 	echoR.Close() // the child holds its own copies
