@@ -51,6 +51,8 @@ type gor struct {
 	wanted bool
 	// local is Task.Local's slot.
 	local any
+	// label is the rank whose profiler labels the goroutine carries.
+	label int
 	_     cacheLinePad
 }
 
@@ -60,7 +62,7 @@ type cacheLinePad struct{ _ [128]byte }
 
 func (rt *Runtime) newGor() *gor {
 	rt.gors.Add(1)
-	return &gor{rt: rt, wake: make(chan struct{}, 1)}
+	return &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
 }
 
 // start runs g's main on a new goroutine, holding w's token if w is not nil.

@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"runtime/pprof"
+	"time"
+)
 
 // Revocation: taking a token from a goroutine stuck in a thread's code.
 //
@@ -81,6 +84,10 @@ const (
 
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
+	if r := g.w.cur; r != g.label && r >= 0 {
+		g.label = r
+		pprof.SetGoroutineLabels(g.rt.labels[r])
+	}
 	m := modeUser
 	if g.w.highest() >= 0 || g.lazy.bot < g.lazy.top {
 		m |= modeQueued

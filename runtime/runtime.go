@@ -9,10 +9,12 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +100,7 @@ type Config struct {
 type Runtime struct {
 	order   *fairness.Order
 	ranks   []fairness.Priority // frozen topological order, lowest first
+	labels  []context.Context   // by rank: profiler labels priority=name
 	crit    atomic.Pointer[fairness.Criterion]
 	critVer atomic.Uint64
 
@@ -124,6 +127,12 @@ type Runtime struct {
 	extraPs   int          // Ps reserved for detached threads; the ticker's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
 }
+
+// ProfileLabel is the profiler label (runtime/pprof) that the goroutines
+// running threads carry, with the name of the thread's priority: a CPU
+// profile splits by priority with go tool pprof -tagfocus=priority=NAME, or
+// -tagroot=priority for a tree per priority.
+const ProfileLabel = "priority"
 
 // MaxProcs is the largest Procs New accepts. Each worker holds a goroutine,
 // banks and mailboxes for every priority, and a Go processor; far more
@@ -173,6 +182,9 @@ func New(cfg Config) (*Runtime, error) {
 		closed:    make(chan struct{}),
 	}
 	rt.budget = orDefault(cfg.PromptBudget, rt.quantum/20)
+	for _, p := range rt.ranks {
+		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))
+	}
 	rt.crit.Store(crit)
 	seed := cfg.Seed
 	if seed == 0 {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,4 +338,31 @@ func TestUnjoinedPanics(t *testing.T) {
 		t.Errorf("reported again: %v", v)
 	default:
 	}
+}
+
+// The goroutine running a thread carries the profiler label of its
+// priority, so that CPU profiles split by priority.
+func TestProfileLabels(t *testing.T) {
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 2, c)
+	started, done := make(chan struct{}), make(chan struct{})
+	h := thread.Go(rt, ps[2], func(c *thread.Ctx) int {
+		close(started)
+		for {
+			select {
+			case <-done:
+				return 0
+			default:
+				thread.Yield(c)
+			}
+		}
+	})
+	<-started
+	var buf strings.Builder
+	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 1))
+	close(done)
+	_, err := h.Wait()
+	require.NoError(t, err)
+	want := fmt.Sprintf(`# labels: {%q:%q}`, runtime.ProfileLabel, ps[2].String())
+	assert.Contains(t, buf.String(), want)
 }
