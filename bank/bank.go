@@ -138,6 +138,17 @@ func (b *Bank[T]) Split(dst []Entry[T]) []Entry[T] {
 	return dst
 }
 
+// Any reports whether some thread satisfies pred, looking from the young end and stopping
+// at the first that does.
+func (b *Bank[T]) Any(pred func(T) bool) bool {
+	for i := b.n - 1; i >= 0; i-- {
+		if pred(b.buf[b.at(i)].Item) {
+			return true
+		}
+	}
+	return false
+}
+
 // Prune removes the threads for which keep returns false, keeping the order of the rest:
 // threads that were run by other means (a stale entry) and must not be counted or dealt.
 func (b *Bank[T]) Prune(keep func(T) bool) {

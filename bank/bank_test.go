@@ -215,3 +215,16 @@ func TestPrune(t *testing.T) {
 		prev = d
 	}
 }
+
+func TestAny(t *testing.T) {
+	var b Bank[int]
+	if b.Any(func(int) bool { return true }) {
+		t.Fatal("an empty bank has a thread")
+	}
+	for i := range 10 {
+		b.Insert(i, i)
+	}
+	if !b.Any(func(x int) bool { return x == 0 }) || b.Any(func(x int) bool { return x > 9 }) {
+		t.Fatal("Any misses the oldest or finds what is not there")
+	}
+}

@@ -122,15 +122,21 @@ func goid() uint64 {
 // InThread reports whether the calling goroutine runs a thread's code (not
 // an Await-ed call), on any runtime. Blocking calls that wait for other
 // threads, such as Task.Wait, must not be made there: they hold a worker.
-func InThread() bool {
-	g, ok := runtimeGors.Load(goid())
-	return ok && g.(*gor).mode.Load() != modeSched
-}
+func InThread() bool { return threadGor() != nil }
 
 // inThread reports whether the calling goroutine runs a thread of rt.
 func (rt *Runtime) inThread() bool {
-	g, ok := runtimeGors.Load(goid())
-	return ok && g.(*gor).rt == rt && g.(*gor).mode.Load() != modeSched
+	g := threadGor()
+	return g != nil && g.rt == rt
+}
+
+// threadGor is the runtime goroutine of the caller if it runs a thread's
+// code, else nil.
+func threadGor() *gor {
+	if g, ok := runtimeGors.Load(goid()); ok && g.(*gor).mode.Load() != modeSched {
+		return g.(*gor)
+	}
+	return nil
 }
 
 // park blocks until another goroutine hands this one a token (or, at
@@ -279,20 +285,23 @@ func (g *gor) runInline(t, child *Task) {
 	}()
 	child.body.Run(child)
 	returned = true
-	orphans := g.lazy.orphans()
-	if orphans {
+	// Enter the scheduler only for what needs the worker: forks the child
+	// left unjoined, or threads waiting for it.
+	entered := false
+	if g.lazy.orphans() {
 		g.enter(t)
+		entered = true
 		g.promoteOrphans(g.w)
 	}
 	g.lazy.end(floor)
 	if ws := child.waiters.Swap(doneWaiters); ws != nil {
-		if !orphans {
+		if !entered {
 			g.enter(t)
+			entered = true
 		}
 		wakeWaiters(child, ws, g.w)
-		orphans = true
 	}
-	if orphans {
+	if entered {
 		g.leave()
 	}
 }

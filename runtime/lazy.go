@@ -173,27 +173,35 @@ func (g *gor) heartbeat(w *worker, now int64) {
 		if t == nil || t.claimed() {
 			continue
 		}
-		if w.live(int(t.rank)) == 0 && s.slots[s.bot].CompareAndSwap(t, nil) {
+		if !w.hasLive(int(t.rank)) && s.slots[s.bot].CompareAndSwap(t, nil) {
 			w.promoted(t)
 			s.bot++
 		}
 		return
 	}
 	if now >= w.nextDeal || w.requests.Pending() {
-		g.wanted = w.cur >= 0 && w.live(w.cur) == 0
+		g.wanted = w.cur >= 0 && !w.hasLive(w.cur)
 	}
 }
 
 // live drops the stale entries of bank r (forks promoted and then joined
 // inline by their parent, which cannot touch the bank) and gives how many
-// threads remain.
+// threads remain. Deals call it, so stale entries do not pile up.
 func (w *worker) live(r int) int {
 	b := &w.banks[r]
 	if b.Len() > 0 {
-		b.Prune(func(it item) bool { return it.g != nil || !it.t.claimed() })
+		b.Prune(isLive)
 	}
 	return b.Len()
 }
+
+// hasLive reports whether bank r holds a thread still to run, without
+// pruning: heartbeats ask at every due point, and stop at the first one.
+func (w *worker) hasLive(r int) bool { return w.banks[r].Any(isLive) }
+
+// isLive says a bank entry is still to run: a continuation, or a thread
+// nobody claimed.
+func isLive(it item) bool { return it.g != nil || !it.t.claimed() }
 
 // promoted inserts lazy fork t into w's banks, unless it was claimed.
 func (w *worker) promoted(t *Task) {

@@ -28,10 +28,16 @@ func (rt *Runtime) Submit(t *Task) error {
 // point is a preemption point of the running thread t.
 func (t *Task) point() {
 	if g := t.g; g.due() {
-		g.enter(t)
-		g.checkpoint(t)
-		g.leave()
+		g.pass(t)
 	}
+}
+
+// pass takes running thread t through the scheduler at a due preemption
+// point and back to its code.
+func (g *gor) pass(t *Task) {
+	g.enter(t)
+	g.checkpoint(t)
+	g.leave()
 }
 
 // enterPoint enters the runtime from thread t's code (see revoke.go) and
@@ -75,9 +81,11 @@ func (t *Task) Spawn(child *Task) {
 	g := t.g
 	if child.rank == t.rank {
 		g.lazy.push(child)
-		// After the push, not before: see the invariants in lazy.go.
-		if g.mode.Load()&modeRevoked != 0 || g.due() {
-			g.enterPoint(t)
+		switch {
+		case g.due():
+			g.pass(t) // enter reattaches a revoked goroutine
+		case g.mode.Load()&modeRevoked != 0: // after the push: see lazy.go
+			g.enter(t)
 			g.leave()
 		}
 		return
@@ -124,9 +132,7 @@ func (t *Task) Due() bool { return t.g.due() }
 // (see thread.For).
 func (t *Task) Wanted() bool {
 	g := t.g
-	g.enter(t)
-	g.checkpoint(t)
-	g.leave()
+	g.pass(t)
 	if g.wanted {
 		g.wanted = false
 		return true
