@@ -1,29 +1,10 @@
 package runtime
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
 )
-
-// workerStats are counters owned by one worker and read by Stats.
-type workerStats struct {
-	cpu           []atomic.Int64  // ns run per rank
-	primary       []atomic.Uint64 // rounds per primary rank
-	rounds        atomic.Uint64
-	dealsSent     atomic.Uint64
-	dealsReceived atomic.Uint64
-	requests      atomic.Uint64
-	donations     atomic.Uint64
-	preemptions   atomic.Uint64
-	rescues       atomic.Uint64
-	promotions    atomic.Uint64
-}
-
-func newWorkerStats(ranks int) workerStats {
-	return workerStats{cpu: make([]atomic.Int64, ranks), primary: make([]atomic.Uint64, ranks)}
-}
 
 // Stats is a snapshot of what the runtime has done since New.
 type Stats struct {
@@ -70,33 +51,25 @@ type PriorityStats struct {
 // that is running now is counted up to the last change of priority on its
 // worker, so a snapshot may lag by the length of the current stretch.
 func (rt *Runtime) Stats() Stats {
-	crit := rt.crit.Load()
-	s := Stats{Procs: len(rt.workers), Elapsed: time.Since(rt.epoch), Priorities: make([]PriorityStats, len(rt.ranks))}
+	t := rt.e.Totals()
+	crit := rt.e.Criterion()
+	s := Stats{
+		Procs: rt.e.Procs(), Elapsed: t.Elapsed,
+		Rounds: t.Rounds, DealsSent: t.DealsSent, DealsReceived: t.DealsReceived,
+		Requests: t.Requests, Donations: t.Donations, Preemptions: t.Preemptions,
+		Rescues: t.Rescues, Promotions: t.Promotions,
+	}
 	var total time.Duration
-	for r, p := range rt.ranks {
-		ps := &s.Priorities[r]
-		ps.Priority, ps.Share = p, crit.ShareByRank(r)
-		for _, w := range rt.workers {
-			ps.CPU += time.Duration(w.stats.cpu[r].Load())
-			ps.PrimaryRounds += w.stats.primary[r].Load()
-		}
-		total += ps.CPU
+	for r, p := range rt.e.Ranks() {
+		s.Priorities = append(s.Priorities, PriorityStats{
+			Priority: p, Share: crit.ShareByRank(r), CPU: t.CPU[r], PrimaryRounds: t.PrimaryRounds[r],
+		})
+		total += t.CPU[r]
 	}
 	if total > 0 {
 		for r := range s.Priorities {
 			s.Priorities[r].CPUShare = float64(s.Priorities[r].CPU) / float64(total)
 		}
-	}
-	for _, w := range rt.workers {
-		st := &w.stats
-		s.Rounds += st.rounds.Load()
-		s.DealsSent += st.dealsSent.Load()
-		s.DealsReceived += st.dealsReceived.Load()
-		s.Requests += st.requests.Load()
-		s.Donations += st.donations.Load()
-		s.Preemptions += st.preemptions.Load()
-		s.Rescues += st.rescues.Load()
-		s.Promotions += st.promotions.Load()
 	}
 	return s
 }

@@ -3,7 +3,7 @@ package thread
 import (
 	"runtime/debug"
 
-	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/internal/engine"
 )
 
 // For calls body(c, i) for every i in [lo, hi), in parallel where workers
@@ -63,7 +63,8 @@ func forRange(c *Ctx, lo, hi int, body func(*Ctx, int)) (err error) {
 func offer(c *Ctx, lo, hi int, body func(*Ctx, int)) *Handle[error] {
 	h := &Handle[error]{}
 	h.f = func(c *Ctx) error { return forRange(c, lo, hi, body) }
-	h.ctx.task.InitLike(&c.task, h)
+	h.ctx.task.InitLike(&c.task, (*runner[error])(h))
+	c.inherit(&h.ctx)
 	c.task.Offer(&h.ctx.task)
 	return h
 }
@@ -97,6 +98,7 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 	rec := pool.get()
 	rec.f, rec.arg = f, y
 	rec.ctx.task.InitLike(&c.task, rec)
+	c.inherit(&rec.ctx)
 	c.task.Spawn(&rec.ctx.task)
 	c.task.Nest(1)
 	rx := callFirst(c, f, x, &rec.ctx.task)
@@ -121,7 +123,7 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 
 // callFirst calls f(c, x); if it panics, the lazy fork is cancelled when no
 // worker took it yet, as a second plain call would never have started.
-func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, fork *runtime.Task) R {
+func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, fork *engine.Task) R {
 	returned := false
 	defer func() {
 		if !returned {
@@ -145,8 +147,8 @@ type forkRec[A, R any] struct {
 	err *PanicError
 }
 
-// Run is the runtime.Body of a record that another worker took.
-func (r *forkRec[A, R]) Run(*runtime.Task) {
+// Run is the engine.Body of a record that another worker took.
+func (r *forkRec[A, R]) Run(*engine.Task) {
 	returned := false
 	defer func() {
 		if p := recover(); p != nil {
@@ -187,5 +189,6 @@ func (p *forkPool[A, R]) get() *forkRec[A, R] {
 func (p *forkPool[A, R]) put(r *forkRec[A, R]) {
 	var zero forkRec[A, R]
 	r.f, r.arg, r.res = nil, zero.arg, zero.res
+	r.ctx.cx = nil
 	p.free = append(p.free, r)
 }

@@ -1,5 +1,5 @@
 // Package thread is fairly's user API: prioritised threads with typed
-// results, on top of package runtime.
+// results, run by a runtime.Runtime.
 //
 // A thread is a closure run by a worker of the runtime at a priority. Inside
 // a thread, Spawn forks a child and Join waits for it; from an ordinary
@@ -10,6 +10,7 @@
 package thread
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/engine"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
@@ -54,6 +56,10 @@ var ErrNilRuntime = errors.New("fairly: nil runtime")
 // Go.
 var ErrInvalidHandle = errors.New("fairly: handle of no thread (nil or zero value)")
 
+// ErrNilContext is reported by the handle of a thread started with GoContext
+// or RunContext and a nil context; use context.Background() for none.
+var ErrNilContext = errors.New("fairly: nil context")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -72,14 +78,77 @@ func (e *PanicError) Unwrap() error {
 // Ctx is what a running thread knows about itself. It is valid only inside
 // the thread it was given to and must not be shared with other threads.
 type Ctx struct {
-	task runtime.Task
+	task engine.Task
+	cx   *threadContext // nil for context.Background()
+}
+
+// threadContext is a thread's context, shared by the threads it starts; a
+// pointer keeps a handle small (a spawn allocates it). done is ctx.Done(),
+// kept so that waits of threads that cannot be cancelled pay nothing.
+type threadContext struct {
+	ctx  context.Context
+	done <-chan struct{}
 }
 
 // Priority is the thread's priority.
 func (c *Ctx) Priority() fairness.Priority { return c.task.Priority() }
 
 // Runtime is the runtime the thread runs on.
-func (c *Ctx) Runtime() *runtime.Runtime { return c.task.Runtime() }
+func (c *Ctx) Runtime() *runtime.Runtime { return publicOf(c.task.Runtime()) }
+
+// Context returns the thread's context: the one given to GoContext or
+// RunContext, inherited by every thread it spawns, or
+// context.Background(). Pass it to calls that take a context (a database
+// query, an outgoing request); when it is cancelled, the thread's waits
+// (Join, Sleep, AwaitContext) return its error, and long loops should stop
+// when c.Context().Err() is not nil.
+//
+// Ctx does not implement context.Context itself: a Ctx is valid only on its
+// thread, while a context may go anywhere and outlive the thread, as with
+// http.Request.Context and testing.T.Context.
+func (c *Ctx) Context() context.Context {
+	if c.cx == nil {
+		return context.Background()
+	}
+	return c.cx.ctx
+}
+
+// inherit gives child, a thread that c starts, c's context.
+func (c *Ctx) inherit(child *Ctx) { child.cx = c.cx }
+
+// setContext makes ctx the thread's context.
+func (c *Ctx) setContext(ctx context.Context) {
+	if done := ctx.Done(); done != nil {
+		c.cx = &threadContext{ctx: ctx, done: done}
+	} else if ctx != context.Background() {
+		c.cx = &threadContext{ctx: ctx} // values, no cancellation
+	}
+}
+
+// done is the context's Done channel, nil if it cannot be cancelled.
+func (c *Ctx) done() <-chan struct{} {
+	if c.cx == nil {
+		return nil
+	}
+	return c.cx.done
+}
+
+// cancelled is the context's error once it is done, nil before and for a
+// thread whose context cannot be cancelled.
+func (c *Ctx) cancelled() error {
+	if c.done() == nil {
+		return nil
+	}
+	return c.cx.ctx.Err()
+}
+
+// publicOf is the *runtime.Runtime that wraps e, nil for nil.
+func publicOf(e *engine.Runtime) *runtime.Runtime {
+	if e == nil {
+		return nil
+	}
+	return e.Public().(*runtime.Runtime)
+}
 
 // Handle is a thread with a result of type T, a future.
 type Handle[T any] struct {
@@ -98,7 +167,7 @@ type Handle[T any] struct {
 type unseenPanic struct {
 	detached bool // nobody will ever join: report at once
 	seen     atomic.Bool
-	rt       *runtime.Runtime
+	rt       *engine.Runtime
 	p        fairness.Priority
 	err      *PanicError
 }
@@ -117,9 +186,14 @@ func (h *Handle[T]) result() (T, error) {
 	return h.val, h.err
 }
 
-// Run is the runtime.Body of the thread: it calls f and keeps the result,
-// turning a panic into a PanicError so the worker carries on.
-func (h *Handle[T]) Run(*runtime.Task) {
+// runner is a Handle seen as the engine.Body of its thread, so that the
+// handle itself shows no method of the engine.
+type runner[T any] Handle[T]
+
+// Run calls the thread's function and keeps the result, turning a panic
+// into a PanicError so the worker carries on.
+func (b *runner[T]) Run(*engine.Task) {
+	h := (*Handle[T])(b)
 	returned := false
 	defer func() {
 		if r := recover(); r != nil {
@@ -164,10 +238,28 @@ func (h *Handle[T]) Wait() (T, error) {
 	if h.invalid() {
 		return zero, ErrInvalidHandle
 	}
-	if !h.ctx.task.Done() && runtime.InThread() {
+	if !h.ctx.task.Done() && engine.InThread() {
 		return zero, ErrWaitInThread
 	}
 	h.ctx.task.Wait()
+	return h.result()
+}
+
+// WaitContext is Wait that gives up when ctx is done first, returning
+// ctx.Err(); the thread goes on (its own context decides when it stops).
+func (h *Handle[T]) WaitContext(ctx context.Context) (T, error) {
+	var zero T
+	switch {
+	case h.invalid():
+		return zero, ErrInvalidHandle
+	case ctx == nil:
+		return zero, ErrNilContext
+	case !h.ctx.task.Done() && engine.InThread():
+		return zero, ErrWaitInThread
+	}
+	if err := h.ctx.task.WaitContext(ctx); err != nil {
+		return zero, err
+	}
 	return h.result()
 }
 
@@ -176,7 +268,7 @@ func (h *Handle[T]) invalid() bool {
 	return h == nil || h.ctx.task.Runtime() == nil && h.err == nil
 }
 
-func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
+func newHandle[T any](rt *engine.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
 	h := &Handle[T]{f: f}
 	switch {
 	case f == nil:
@@ -184,7 +276,7 @@ func newHandle[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) 
 	case rt == nil:
 		return h, ErrNilRuntime
 	}
-	return h, h.ctx.task.Init(rt, p, h)
+	return h, h.ctx.task.Init(rt, p, (*runner[T])(h))
 }
 
 // failed gives a handle that is already finished with err.
@@ -200,7 +292,8 @@ func failed[T any](h *Handle[T], err error) *Handle[T] {
 func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	if f != nil && p == c.Priority() {
 		h := &Handle[T]{f: f}
-		h.ctx.task.InitLike(&c.task, h)
+		h.ctx.task.InitLike(&c.task, (*runner[T])(h))
+		c.inherit(&h.ctx)
 		c.task.Spawn(&h.ctx.task)
 		return h
 	}
@@ -208,6 +301,7 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	if err != nil {
 		return failed(h, err)
 	}
+	c.inherit(&h.ctx)
 	c.task.Spawn(&h.ctx.task)
 	return h
 }
@@ -217,7 +311,8 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 // at once (not a lazy fork: nobody will join it). A panic in f goes to the
 // runtime's Config.OnPanic (by default a log/slog error with the stack)
 // instead of being lost, and so does a bad argument (a nil f, a priority of
-// another runtime).
+// another runtime). The thread has c's context; if it must outlive that
+// context's cancellation, let f use context.WithoutCancel(c.Context()).
 func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
 	var body func(*Ctx) struct{}
 	if f != nil {
@@ -232,12 +327,15 @@ func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
 		return
 	}
 	h.unseen = &unseenPanic{detached: true}
+	c.inherit(&h.ctx)
 	c.task.Offer(&h.ctx.task)
 }
 
 // Join waits inside thread c for h and returns its result. If h has not
 // started, c runs it itself. It fails with ErrIncompatiblePriorities when
-// h's priority is not ⪰ c's, and with a *PanicError when h panicked.
+// h's priority is not ⪰ c's, with a *PanicError when h panicked, and with
+// the error of c's context (see Ctx.Context) when that is done before h
+// finishes; h then goes on, and may be joined again.
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	var zero T
 	if h.invalid() {
@@ -257,7 +355,11 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)
 	}
 	if !h.Done() {
-		c.task.Join(&h.ctx.task)
+		if c.done() == nil {
+			c.task.Join(&h.ctx.task)
+		} else if err := c.task.JoinContext(c.cx.ctx, &h.ctx.task); err != nil {
+			return zero, err
+		}
 	}
 	return h.result()
 }
@@ -265,9 +367,27 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 // Go starts f as a new thread at priority p from an ordinary goroutine.
 // The handle reports runtime.ErrClosed, or an unknown priority, from Wait.
 func Go[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
-	h, err := newHandle(rt, p, f)
+	return start(nil, rt, p, f)
+}
+
+// GoContext is Go for a thread whose context is ctx (see Ctx.Context): its
+// waits end, and its code can see, when ctx is cancelled. A nil ctx gives a
+// handle that reports ErrNilContext.
+func GoContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
+	if ctx == nil {
+		return failed(&Handle[T]{}, ErrNilContext)
+	}
+	return start(ctx, rt, p, f)
+}
+
+// start submits f as a thread with context ctx (nil for none).
+func start[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
+	h, err := newHandle(engine.Of(rt), p, f)
 	if err == nil {
-		err = rt.Submit(&h.ctx.task)
+		if ctx != nil {
+			h.ctx.setContext(ctx)
+		}
+		err = h.ctx.task.Runtime().Submit(&h.ctx.task)
 	}
 	if err != nil {
 		return failed(h, err)
@@ -279,6 +399,14 @@ func Go[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle
 // followed by Wait.
 func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
 	return Go(rt, p, f).Wait()
+}
+
+// RunContext is Run for a thread whose context is ctx: it returns ctx.Err()
+// as soon as ctx is done, and the thread, which sees the same context in
+// Ctx.Context, should stop soon after. An HTTP handler passes the request's
+// context, so that the work of a request the client gave up on stops.
+func RunContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
+	return GoContext(ctx, rt, p, f).WaitContext(ctx)
 }
 
 // Yield is a preemption point: the thread's worker may switch to a more
@@ -295,5 +423,93 @@ func Await[T any](c *Ctx, f func() T) T {
 	return v
 }
 
-// Sleep pauses the thread for at least d without holding a processor.
-func Sleep(c *Ctx, d time.Duration) { c.task.Sleep(d) }
+// AwaitContext is Await for a call that takes the thread's context: f gets
+// c.Context(), and AwaitContext returns that context's error as soon as it
+// is done, without waiting for f, which should then return soon (its
+// result is dropped; a panic in it after that goes to Config.OnPanic). A
+// panic in f before that panics the thread.
+func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	if f == nil {
+		return zero, ErrNilFunction
+	}
+	if err := c.cancelled(); err != nil {
+		return zero, err
+	}
+	ctx := c.Context()
+	var v T
+	var err error
+	done := c.done()
+	if done == nil {
+		c.task.Suspend(func() { v, err = f(ctx) })
+		return v, err
+	}
+	ch := make(chan awaited[T], 1)
+	var r awaited[T]
+	c.task.Suspend(func() {
+		go func() {
+			var res awaited[T]
+			defer func() { ch <- res }()
+			defer func() {
+				if p := recover(); p != nil {
+					res.panic = &PanicError{Value: p, Stack: debug.Stack()}
+				}
+			}()
+			res.v, res.err = f(ctx)
+		}()
+		select {
+		case r = <-ch:
+		case <-done:
+			r.err = ctx.Err()
+			go reportLate(c.task.Runtime(), c.Priority(), ch)
+		}
+	})
+	if r.panic != nil {
+		panic(r.panic.Value)
+	}
+	return r.v, r.err
+}
+
+// awaited is the outcome of AwaitContext's call.
+type awaited[T any] struct {
+	v     T
+	err   error
+	panic *PanicError
+}
+
+// reportLate waits for the outcome of a call that AwaitContext gave up on
+// and reports its panic, if any, so that it is not lost.
+func reportLate[T any](rt *engine.Runtime, p fairness.Priority, ch <-chan awaited[T]) {
+	if pe := (<-ch).panic; pe != nil {
+		rt.ReportPanic(p, pe.Value, pe.Stack)
+	}
+}
+
+// Sleep pauses the thread for at least d without holding a processor. It
+// returns early, with the context's error, when the thread's context is
+// done first (see Ctx.Context); else nil.
+func Sleep(c *Ctx, d time.Duration) error {
+	done := c.done()
+	if done == nil {
+		c.task.Sleep(d)
+		return nil
+	}
+	if err := c.cx.ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		c.task.Yield()
+		return nil
+	}
+	var err error
+	c.task.Suspend(func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-done:
+			err = c.cx.ctx.Err()
+		}
+	})
+	return err
+}

@@ -1,6 +1,7 @@
-package runtime
+package engine
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/fairlyprompt/fairly/fairness"
@@ -37,12 +38,25 @@ type Task struct {
 
 // waiter is a thread (g != nil) or an ordinary goroutine (ch != nil) waiting
 // for a task to finish.
+//
+// A thread may also stop waiting when its context is done. Then two parties
+// race to make it runnable, the finishing task and the context's callback;
+// woke decides: only the one whose compare-and-swap from waitPending wins
+// queues the thread, so it is queued once.
 type waiter struct {
 	g    *gor
 	t    *Task // the waiting thread, for g
 	ch   chan struct{}
+	woke atomic.Uint32
 	next *waiter
 }
+
+// The values of waiter.woke.
+const (
+	waitPending uint32 = iota
+	wokeByFinish
+	wokeByCancel
+)
 
 var doneWaiters = &waiter{}
 
@@ -127,6 +141,9 @@ func wakeWaiters(t *Task, ws *waiter, w *worker) {
 			close(ws.ch)
 			continue
 		}
+		if !ws.woke.CompareAndSwap(waitPending, wokeByFinish) {
+			continue // its context ended the wait; the thread is queued already
+		}
 		ws.t.depth = max(ws.t.depth, t.depth) + 1
 		w.insert(item{t: ws.t, g: ws.g})
 	}
@@ -155,6 +172,23 @@ func (t *Task) Wait() {
 	wt := &waiter{ch: make(chan struct{})}
 	if t.addWaiter(wt) {
 		<-wt.ch
+	}
+}
+
+// WaitContext is Wait that returns ctx.Err() if ctx is done first.
+func (t *Task) WaitContext(ctx context.Context) error {
+	if t.Done() {
+		return nil
+	}
+	wt := &waiter{ch: make(chan struct{})}
+	if !t.addWaiter(wt) {
+		return nil
+	}
+	select {
+	case <-wt.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

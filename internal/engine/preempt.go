@@ -1,6 +1,9 @@
-package runtime
+package engine
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Preemption points and the thread operations built on them.
 //
@@ -143,22 +146,39 @@ func (t *Task) Wanted() bool {
 // Join returns once child has finished. A child that has not started runs
 // inline on t's goroutine; one running elsewhere parks t until it finishes. The
 // caller checks priorities first: child's must be at least t's.
-func (t *Task) Join(child *Task) {
+func (t *Task) Join(child *Task) { t.join(nil, child) }
+
+// JoinContext is Join that gives up, returning ctx.Err(), when ctx is done
+// before child finishes. A child that has not started still runs inline:
+// it has the same context and sees it done.
+func (t *Task) JoinContext(ctx context.Context, child *Task) error {
+	if err := ctx.Err(); err != nil && !child.Done() {
+		return err
+	}
+	if t.join(ctx, child) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// join is Join, ending early when ctx (nil for none) is done; it reports
+// whether it did.
+func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	g := t.g
 	if child.Done() {
 		t.point()
-		return
+		return false
 	}
 	if child.rank == t.rank && !g.due() && (g.lazy.take(child) || child.claim()) {
 		// The common case: a lazy fork joined by its parent, most often
 		// never promoted.
 		g.runInline(t, child)
-		return
+		return false
 	}
 	g.enterPoint(t)
 	if child.Done() {
 		g.leave()
-		return
+		return false
 	}
 	w := g.w
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
@@ -170,9 +190,10 @@ func (t *Task) Join(child *Task) {
 		w = g.w // run may return on another worker
 		w.setRunning(int(t.rank))
 	} else {
-		g.waitFor(t, child)
+		cancelled = g.waitFor(ctx, t, child)
 	}
 	g.leave()
+	return cancelled
 }
 
 // TakeFork takes child, a lazy fork of t made by Spawn, so that t's code

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // White-box tests of the token, revocation, deal and sleep protocols. They
 // drive tasks directly with a function body, without package thread.
@@ -37,6 +37,16 @@ func submit(tb testing.TB, rt *Runtime, p fairness.Priority, f func(*Task)) *Tas
 	return t
 }
 
+// testConfig is the configuration package runtime makes by default, with
+// procs workers and criterion c.
+func testConfig(procs int, c *fairness.Criterion) Config {
+	return Config{
+		Procs: procs, Order: c.Order(), Criterion: c,
+		Quantum: 5 * time.Millisecond, DealEvery: 100 * time.Microsecond, Interrupt: time.Millisecond,
+		Budget: 250 * time.Microsecond, Borrow: true, ReserveP: true, Seed: 1,
+	}
+}
+
 // levels gives an order lo < hi with the criterion shares.
 func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priority, fairness.Priority) {
 	t.Helper()
@@ -45,8 +55,7 @@ func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priorit
 	require.NoError(t, o.Less(l, h))
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{l: lo, h: hi})
 	require.NoError(t, err)
-	rt, err := New(Config{Procs: procs, Criterion: c})
-	require.NoError(t, err)
+	rt := New(testConfig(procs, c))
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	return rt, l, h
 }
@@ -88,7 +97,7 @@ func TestArrivalRevokesStuckWorker(t *testing.T) {
 		for i := range ok {
 			assert.True(t, ok[i], "P=%d: the top-priority thread waited for the stall", procs)
 		}
-		assert.NotZero(t, rt.Stats().Rescues, "P=%d", procs)
+		assert.NotZero(t, rt.Totals().Rescues, "P=%d", procs)
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package engine
 
 // osYield does nothing where sched_yield is not at hand: Gosched would be
 // the next best thing for wake-ups, but it keeps the P from polling the

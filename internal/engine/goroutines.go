@@ -1,6 +1,7 @@
-package runtime
+package engine
 
 import (
+	"context"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -230,18 +231,29 @@ func (g *gor) rejoin(t *Task) {
 }
 
 // waitFor parks the running thread t until child, which runs elsewhere,
-// finishes; the finishing worker
-// queues t again. The token is handed on before t registers, so that nobody
-// can resume t while it still holds it.
-func (g *gor) waitFor(t, child *Task) {
+// finishes, or until ctx (nil for none) is done; it reports whether the
+// wait ended by ctx. Whichever comes first queues t (waiter.woke). The
+// token is handed on before t registers, so that nobody can resume t while
+// it still holds it.
+func (g *gor) waitFor(ctx context.Context, t, child *Task) (cancelled bool) {
 	g.rt.suspended.Add(1)
 	g.promoteAll(g.w)
 	g.handOff()
-	if !child.addWaiter(&waiter{g: g, t: t}) {
+	wt := &waiter{g: g, t: t}
+	switch {
+	case !child.addWaiter(wt):
 		g.rt.steer(item{t: t, g: g}) // it finished meanwhile
+	case ctx != nil:
+		stop := context.AfterFunc(ctx, func() {
+			if wt.woke.CompareAndSwap(waitPending, wokeByCancel) {
+				g.rt.steer(item{t: t, g: g})
+			}
+		})
+		defer stop()
 	}
 	g.park()
 	g.rt.suspended.Add(-1)
+	return wt.woke.Load() == wokeByCancel
 }
 
 // run executes task t, already claimed, on g's current worker. It returns in

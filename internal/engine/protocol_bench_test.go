@@ -1,6 +1,7 @@
-package runtime
+package engine
 
 import (
+	"github.com/fairlyprompt/fairly/fairness"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -16,10 +17,7 @@ import (
 func BenchmarkStuckWorker(b *testing.B) {
 	for _, mode := range []string{"arrival", "computing", "blocked"} {
 		b.Run(mode, func(b *testing.B) {
-			rt, err := New(Config{Procs: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
+			rt := New(testConfig(1, fairness.Uniform(fairness.NewOrder())))
 			defer rt.Close()
 			p, low := rt.Order().Top(), rt.Order().Top()
 			if mode == "arrival" {

@@ -1,0 +1,283 @@
+// Package engine is fairly's scheduler: the workers, their scheduling loop,
+// the goroutine hand-off that lets threads block, preemption points,
+// revocation of stuck workers and the ticker. Its public faces are package
+// runtime (New, Close, Stats) and package thread (the thread API); nothing
+// outside fairly's own packages may import it, so it can change freely.
+//
+// The scheduling loop is in sched.go, the goroutine hand-off in
+// goroutines.go, preemption points in preempt.go, lazy forks in lazy.go,
+// revocation in revoke.go, and the ticker and watchdog in ticker.go.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+// Errors returned by the runtime. Use errors.Is to test for them.
+var (
+	// ErrClosed is returned for work given to a runtime that is closing or closed.
+	ErrClosed = errors.New("fairly: runtime closed")
+	// ErrInvalidConfig is returned by New for a configuration it cannot use.
+	ErrInvalidConfig = errors.New("fairly: invalid runtime configuration")
+	// ErrInThread is returned by Close called from a thread of the runtime:
+	// Close waits for every thread, that one included, so it could never
+	// return. Close the runtime from the goroutine that made it.
+	ErrInThread = errors.New("fairly: Close called from inside a thread of the runtime")
+)
+
+// Config is a runtime's configuration, validated and with every default
+// filled in by package runtime (whose Config documents each field).
+type Config struct {
+	Procs                                 int
+	Order                                 *fairness.Order
+	Criterion                             *fairness.Criterion
+	Quantum, DealEvery, Interrupt, Budget time.Duration
+	Borrow, Independent, ReserveP         bool
+	Seed                                  uint64
+	OnPanic                               func(p fairness.Priority, value any, stack []byte)
+}
+
+// Runtime is a set of workers running fairly prompt scheduling. Create it
+// with New and release it with Close.
+type Runtime struct {
+	order   *fairness.Order
+	ranks   []fairness.Priority // frozen topological order, lowest first
+	labels  []context.Context   // by rank: profiler labels priority=name
+	crit    atomic.Pointer[fairness.Criterion]
+	critVer atomic.Uint64
+
+	quantum, dealEvery, interrupt, budget time.Duration
+	borrow, independent                   bool
+	seed                                  uint64
+
+	workers []*worker
+	epoch   time.Time
+
+	closeMu  sync.Mutex
+	closing  atomic.Bool
+	stopping atomic.Bool
+	closed   chan struct{}
+
+	roots     atomic.Int64 // submitted threads not yet finished
+	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
+	gors      sync.WaitGroup
+	ticker    *ticker
+	steerSeq  atomic.Uint64
+	moves     atomic.Uint64 // threads handed to another worker, for Close
+	onPanic   func(p fairness.Priority, value any, stack []byte)
+	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none
+	extraPs   int          // Ps reserved for detached threads; the ticker's, then Close's
+	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
+	public    any          // the *runtime.Runtime that wraps this engine
+}
+
+// Of gives the engine behind a public *runtime.Runtime (nil for a nil one).
+// Package runtime sets it when it loads; package thread calls it, so that
+// the public type shows no engine method.
+var Of func(public any) *Runtime
+
+// Wrap records public, the *runtime.Runtime that wraps rt.
+func (rt *Runtime) Wrap(public any) { rt.public = public }
+
+// Public is the *runtime.Runtime that wraps rt.
+func (rt *Runtime) Public() any { return rt.public }
+
+// ProfileLabel is the profiler label (runtime/pprof) that the goroutines
+// running threads carry, with the name of the thread's priority: a CPU
+// profile splits by priority with go tool pprof -tagfocus=priority=NAME, or
+// -tagroot=priority for a tree per priority.
+const ProfileLabel = "priority"
+
+// New starts a runtime with cfg, which package runtime validated.
+func New(cfg Config) *Runtime {
+	rt := &Runtime{
+		order:       cfg.Order,
+		ranks:       cfg.Order.Freeze(),
+		quantum:     cfg.Quantum,
+		dealEvery:   cfg.DealEvery,
+		interrupt:   cfg.Interrupt,
+		budget:      cfg.Budget,
+		borrow:      cfg.Borrow,
+		independent: cfg.Independent,
+		seed:        cfg.Seed,
+		onPanic:     cfg.OnPanic,
+		epoch:       time.Now(),
+		closed:      make(chan struct{}),
+	}
+	for _, p := range rt.ranks {
+		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))
+	}
+	rt.crit.Store(cfg.Criterion)
+	rt.workers = make([]*worker, cfg.Procs)
+	for i := range rt.workers {
+		rt.workers[i] = newWorker(rt, i, cfg.Seed+uint64(i)*0x9e3779b97f4a7c15)
+	}
+	if cfg.ReserveP {
+		rt.reserved = cfg.Procs
+		reserveP(rt.reserved)
+	}
+	for _, w := range rt.workers {
+		rt.newGor().start(w)
+	}
+	rt.ticker = startTicker(rt)
+	return rt
+}
+
+// ReportPanic hands a panic that nobody will see otherwise to Config.OnPanic,
+// or logs it. Package thread calls it; see Config.OnPanic.
+func (rt *Runtime) ReportPanic(p fairness.Priority, value any, stack []byte) {
+	if rt.onPanic != nil {
+		rt.onPanic(p, value, stack)
+		return
+	}
+	slog.Error("fairly: a thread panicked and nobody joins it", "priority", p.String(), "panic", fmt.Sprint(value), "stack", string(stack))
+}
+
+// Procs is the number of workers.
+func (rt *Runtime) Procs() int { return len(rt.workers) }
+
+// Ranks are the runtime's priorities in scheduling order, lowest first.
+func (rt *Runtime) Ranks() []fairness.Priority { return rt.ranks }
+
+// Order is the priority order the runtime schedules.
+func (rt *Runtime) Order() *fairness.Order { return rt.order }
+
+// Criterion is the fairness criterion in force.
+func (rt *Runtime) Criterion() *fairness.Criterion { return rt.crit.Load() }
+
+// SetCriterion replaces the fairness criterion while the runtime runs; each
+// worker adopts it at its next round. The criterion must be over the
+// runtime's order.
+func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
+	if c == nil || c.Order() != rt.order {
+		return fmt.Errorf("%w: the criterion is nil or over another order", ErrInvalidConfig)
+	}
+	if rt.closing.Load() {
+		return ErrClosed
+	}
+	rt.crit.Store(c)
+	rt.critVer.Add(1)
+	return nil
+}
+
+// Rank gives the scheduling rank of p (0 is the lowest) or an error for a
+// priority this runtime does not schedule.
+func (rt *Runtime) Rank(p fairness.Priority) (int, error) {
+	r, ok := rt.order.Rank(p)
+	if !ok || p.Order() != rt.order {
+		return 0, fmt.Errorf("%w: %v is not a priority of this runtime", fairness.ErrForeignPriority, p)
+	}
+	return r, nil
+}
+
+// Close refuses new work (Submit, thread.Go and thread.Run then fail with
+// ErrClosed), waits until every thread already given to the runtime has
+// finished, and then stops the workers and every goroutine the runtime made.
+// Threads blocked in Await must be released by their owner (close the
+// listener or connection they read from) or Close waits for them. Close must
+// not be called from inside a thread: there it fails with ErrInThread.
+// Calling it again returns nil.
+func (rt *Runtime) Close() error {
+	if rt.inThread() {
+		return ErrInThread
+	}
+	rt.closeMu.Lock()
+	defer rt.closeMu.Unlock()
+	if rt.stopping.Load() {
+		return nil
+	}
+	rt.closing.Store(true)
+	for !rt.quiescent() {
+		time.Sleep(200 * time.Microsecond)
+	}
+	rt.stopping.Store(true)
+	rt.ticker.stop()
+	for _, w := range rt.workers {
+		w.wake()
+	}
+	rt.gors.Wait()
+	close(rt.closed)
+	if rt.reserved+rt.extraPs > 0 {
+		releaseP(rt.reserved + rt.extraPs)
+	}
+	return nil
+}
+
+// quiescent reports that no thread exists: none submitted and unfinished,
+// none parked off-processor, and every worker asleep with nothing queued.
+// Threads only reach a sleeping worker through a deal or steering, which
+// count in moves, so a scan during which moves did not change saw a
+// consistent state.
+func (rt *Runtime) quiescent() bool {
+	moves := rt.moves.Load()
+	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 {
+		return false
+	}
+	for _, w := range rt.workers {
+		if w.sleeper.Load() == nil || w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0 {
+			return false
+		}
+	}
+	return rt.moves.Load() == moves && rt.roots.Load() == 0 && rt.suspended.Load() == 0
+}
+
+// now is the time since the runtime started, from the monotonic clock.
+func (rt *Runtime) now() int64 { return int64(time.Since(rt.epoch)) }
+
+// GOMAXPROCS reservation, shared by every live runtime of the process.
+var maxprocs struct {
+	sync.Mutex
+	workers  int // workers of the live runtimes that reserved
+	original int // GOMAXPROCS before the first of them
+}
+
+// BaseProcs is GOMAXPROCS as the program set it, not as raised by runtimes.
+func BaseProcs() int {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	if maxprocs.workers > 0 {
+		return maxprocs.original
+	}
+	return goruntime.GOMAXPROCS(0)
+}
+
+// reserveP raises GOMAXPROCS so that one P stays free for wake-ups while
+// the workers of every live runtime compute: to the sum of their workers
+// plus one, if that is more than it was.
+func reserveP(workers int) {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	if maxprocs.workers == 0 {
+		maxprocs.original = goruntime.GOMAXPROCS(0)
+	}
+	maxprocs.workers += workers
+	if n := maxprocs.workers + 1; goruntime.GOMAXPROCS(0) < n {
+		goruntime.GOMAXPROCS(n)
+	}
+}
+
+// releaseP drops a reservation: the last one restores the GOMAXPROCS the
+// process had before; others lower it to what the remaining reservations
+// need, never below that original.
+func releaseP(workers int) {
+	maxprocs.Lock()
+	defer maxprocs.Unlock()
+	maxprocs.workers -= workers
+	if maxprocs.workers == 0 {
+		goruntime.GOMAXPROCS(maxprocs.original)
+		return
+	}
+	if n := max(maxprocs.workers+1, maxprocs.original); goruntime.GOMAXPROCS(0) > n {
+		goruntime.GOMAXPROCS(n)
+	}
+}
