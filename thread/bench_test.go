@@ -289,3 +289,36 @@ func BenchmarkFor(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iter")
 	})
 }
+
+// BenchmarkRunIdle: the latency of one Run of a trivial thread from an
+// ordinary goroutine while the runtime is idle (its workers asleep, 1 ms
+// between calls), against Go followed by Wait, which hands the thread to a
+// worker, and against a goroutine and a channel. Reports p50 and p99 in µs.
+func BenchmarkRunIdle(b *testing.B) {
+	rt, p := benchRT(b, 2)
+	one := func(*thread.Ctx) int { return 1 }
+	ch := make(chan int)
+	for _, mode := range []string{"run", "go+wait", "goroutine"} {
+		b.Run(mode, func(b *testing.B) {
+			var lat []time.Duration
+			for b.Loop() {
+				time.Sleep(time.Millisecond)
+				t0 := time.Now()
+				switch mode {
+				case "run":
+					thread.Run(rt, p, one)
+				case "go+wait":
+					thread.Go(rt, p, one).Wait()
+				default:
+					go func() { ch <- 1 }()
+					<-ch
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -420,19 +420,40 @@ func TestNilFunction(t *testing.T) {
 	assert.ErrorIs(t, res, thread.ErrNilFunction)
 }
 
+// A thread that Run runs on the calling goroutine (a worker was idle) and
+// that calls runtime.Goexit ends that goroutine, as a direct call would;
+// the worker it took carries on, and Close finds everything released.
+func TestRunHereGoexit(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	for range 20 {
+		exited, ran := make(chan bool), false
+		go func() {
+			defer func() { exited <- ran }()
+			_, err := thread.Run(rt, ps[0], func(*thread.Ctx) int { goruntime.Goexit(); return 0 })
+			ran = true // Run returned: the thread ran on a worker's goroutine
+			assert.ErrorIs(t, err, thread.ErrGoexit)
+		}()
+		<-exited
+		v, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int { return fib(c, 15) })
+		require.NoError(t, err)
+		require.Equal(t, 610, v)
+	}
+}
+
 func TestGoexitAndSelfJoin(t *testing.T) {
 	_, ps, c := three(t, 1, 1, 1)
 	rt := newRT(t, 1, c)
-	_, err := thread.Run(rt, ps[1], func(c *thread.Ctx) int {
+	_, err := thread.Go(rt, ps[1], func(c *thread.Ctx) int {
 		goruntime.Goexit()
 		return 0
-	})
+	}).Wait()
 	assert.ErrorIs(t, err, thread.ErrGoexit)
-	res, err := thread.Run(rt, ps[1], func(c *thread.Ctx) error {
+	res, err := thread.Go(rt, ps[1], func(c *thread.Ctx) error {
 		h := thread.Spawn(c, ps[1], func(c *thread.Ctx) int { goruntime.Goexit(); return 0 })
 		_, err := thread.Join(c, h)
 		return err
-	})
+	}).Wait()
 	// The child ran inline on the parent's goroutine, which Goexit ends too.
 	assert.ErrorIs(t, err, thread.ErrGoexit)
 	assert.NoError(t, res)

@@ -184,14 +184,7 @@ func (w *worker) detachEnded(busy bool) {
 // staleAfter (revoked). The sleeping or revoked goroutine stays with the
 // worker as a spare, or goes on detached.
 func (rt *Runtime) takeOver(g *gor, r int32) bool {
-	for _, w := range rt.workers {
-		sp := w.sleeper.Load()
-		if sp == nil || !w.sleeper.CompareAndSwap(sp, nil) {
-			continue
-		}
-		if !w.keepSpare(sp) {
-			sp.resume(nil) // surplus: it exits
-		}
+	if w := rt.takeSleeper(); w != nil {
 		rt.adopt(g, w)
 		return true
 	}

@@ -72,6 +72,7 @@ type worker struct {
 	lends     []bool // rank r has a share, so it may borrow (see choose)
 	rng       uint64
 	spares    []*gor // parked goroutines ready to carry on the loop
+	callers   []*gor // records of ordinary goroutines that ran threads in RunHere
 
 	stats workerStats
 }
