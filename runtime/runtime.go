@@ -9,6 +9,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,9 @@ var (
 	// Close waits for every thread, that one included, so it could never
 	// return. Close the runtime from the goroutine that made it.
 	ErrInThread = engine.ErrInThread
+	// ErrNotStarted is returned by the methods of a nil or zero Runtime,
+	// which New did not make.
+	ErrNotStarted = errors.New("fairly: runtime not made by runtime.New")
 )
 
 // ProfileLabel is the profiler label (runtime/pprof) that the goroutines
@@ -176,20 +180,45 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Procs is the number of workers.
-func (rt *Runtime) Procs() int { return rt.e.Procs() }
+// started reports whether New made rt.
+func (rt *Runtime) started() bool { return rt != nil && rt.e != nil }
 
-// Order is the priority order the runtime schedules.
-func (rt *Runtime) Order() *fairness.Order { return rt.e.Order() }
+// Procs is the number of workers (0 for a Runtime New did not make).
+func (rt *Runtime) Procs() int {
+	if !rt.started() {
+		return 0
+	}
+	return rt.e.Procs()
+}
 
-// Criterion is the fairness criterion in force.
-func (rt *Runtime) Criterion() *fairness.Criterion { return rt.e.Criterion() }
+// Order is the priority order the runtime schedules (nil for a Runtime New
+// did not make).
+func (rt *Runtime) Order() *fairness.Order {
+	if !rt.started() {
+		return nil
+	}
+	return rt.e.Order()
+}
+
+// Criterion is the fairness criterion in force (nil for a Runtime New did
+// not make).
+func (rt *Runtime) Criterion() *fairness.Criterion {
+	if !rt.started() {
+		return nil
+	}
+	return rt.e.Criterion()
+}
 
 // SetCriterion replaces the fairness criterion while the runtime runs; each
 // worker adopts it at its next round. The criterion must be over the
 // runtime's order (else an error wrapping ErrInvalidConfig); a closed
 // runtime returns ErrClosed.
-func (rt *Runtime) SetCriterion(c *fairness.Criterion) error { return rt.e.SetCriterion(c) }
+func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
+	if !rt.started() {
+		return ErrNotStarted
+	}
+	return rt.e.SetCriterion(c)
+}
 
 // Close refuses new work (thread.Go and thread.Run then fail with
 // ErrClosed), waits until every thread already given to the runtime has
@@ -197,8 +226,14 @@ func (rt *Runtime) SetCriterion(c *fairness.Criterion) error { return rt.e.SetCr
 // Threads blocked in Await must be released by their owner (close the
 // listener or connection they read from, or cancel their context) or Close
 // waits for them. Close must not be called from inside a thread: there it
-// fails with ErrInThread. Calling it again returns nil.
-func (rt *Runtime) Close() error { return rt.e.Close() }
+// fails with ErrInThread. Calling it again returns nil; a Runtime that New
+// did not make returns ErrNotStarted.
+func (rt *Runtime) Close() error {
+	if !rt.started() {
+		return ErrNotStarted
+	}
+	return rt.e.Close()
+}
 
 // InThread reports whether the calling goroutine runs a thread's code (of
 // any runtime): there, blocking waits such as Handle.Wait would hold a

@@ -68,3 +68,16 @@ func TestCloseIdleReleasesEverything(t *testing.T) {
 	}
 	goleak.VerifyNone(t)
 }
+
+// A nil or zero Runtime fails clearly instead of crashing, here and in
+// package thread (ErrNilRuntime).
+func TestZeroRuntime(t *testing.T) {
+	for _, rt := range []*runtime.Runtime{nil, {}} {
+		assert.ErrorIs(t, rt.Close(), runtime.ErrNotStarted)
+		assert.ErrorIs(t, rt.SetCriterion(nil), runtime.ErrNotStarted)
+		assert.Zero(t, rt.Procs())
+		assert.Nil(t, rt.Order())
+		assert.Nil(t, rt.Criterion())
+		assert.Zero(t, rt.Stats().Procs)
+	}
+}

@@ -259,6 +259,8 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 func TestMisuseErrors(t *testing.T) {
 	_, err := thread.Run(nil, fairness.NewOrder().Top(), func(*thread.Ctx) int { return 1 })
 	assert.ErrorIs(t, err, thread.ErrNilRuntime)
+	_, err = thread.Go(&runtime.Runtime{}, fairness.NewOrder().Top(), func(*thread.Ctx) int { return 1 }).Wait()
+	assert.ErrorIs(t, err, thread.ErrNilRuntime, "a zero Runtime is no runtime")
 
 	var zero thread.Handle[int]
 	_, err = zero.Wait()
