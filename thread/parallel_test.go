@@ -1,10 +1,12 @@
 package thread_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	goruntime "runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -367,4 +369,26 @@ func TestProfileLabels(t *testing.T) {
 	require.NoError(t, err)
 	want := fmt.Sprintf(`# labels: {%q:%q}`, runtime.ProfileLabel, ps[2].String())
 	assert.Contains(t, buf.String(), want)
+}
+
+// While runtime/trace records, thread code runs inside regions named after
+// its priority, so go tool trace shows which priority ran when ("User-defined
+// regions").
+func TestTraceRegions(t *testing.T) {
+	if trace.IsEnabled() {
+		t.Skip("a trace is already recording")
+	}
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 2, c)
+	var buf bytes.Buffer
+	require.NoError(t, trace.Start(&buf))
+	for _, p := range []fairness.Priority{ps[0], ps[2]} {
+		_, err := thread.Go(rt, p, func(c *thread.Ctx) int { return fib(c, 12) }).Wait()
+		require.NoError(t, err)
+	}
+	trace.Stop()
+	for _, p := range []fairness.Priority{ps[0], ps[2]} {
+		assert.Contains(t, buf.String(), "fairly "+runtime.ProfileLabel+"="+p.String())
+	}
+	assert.NotContains(t, buf.String(), "fairly "+runtime.ProfileLabel+"="+ps[1].String(), "no thread ran at that priority")
 }

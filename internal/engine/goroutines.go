@@ -4,6 +4,7 @@ import (
 	"context"
 	goruntime "runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 )
@@ -55,7 +56,10 @@ type gor struct {
 	local any
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
-	_     cacheLinePad
+	// region is the execution-trace region of the thread code it runs now,
+	// while runtime/trace records (see Runtime.regions).
+	region *trace.Region
+	_      cacheLinePad
 }
 
 // cacheLinePad keeps what is around it on cache lines of its own (two lines:

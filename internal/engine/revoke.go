@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
@@ -84,9 +85,13 @@ const (
 
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
-	if r := g.w.cur; r != g.label && r >= 0 {
+	r := g.w.cur
+	if r != g.label && r >= 0 {
 		g.label = r
 		pprof.SetGoroutineLabels(g.rt.labels[r])
+	}
+	if r >= 0 && trace.IsEnabled() {
+		g.region = trace.StartRegion(g.rt.labels[r], g.rt.regions[r])
 	}
 	m := modeUser
 	if g.w.highest() >= 0 || g.lazy.bot < g.lazy.top {
@@ -99,6 +104,10 @@ func (g *gor) leave() {
 // g's token was revoked meanwhile, it first queues t and waits until t holds
 // a token again. Either way it returns holding a token, in modeSched.
 func (g *gor) enter(t *Task) {
+	if g.region != nil {
+		g.region.End()
+		g.region = nil
+	}
 	if m := g.mode.Load(); m&modeUser != 0 && g.mode.CompareAndSwap(m, modeSched) {
 		return
 	}

@@ -53,6 +53,7 @@ type Runtime struct {
 	order   *fairness.Order
 	ranks   []fairness.Priority // frozen topological order, lowest first
 	labels  []context.Context   // by rank: profiler labels priority=name
+	regions []string            // by rank: execution-trace region types, "fairly priority=name"
 	crit    atomic.Pointer[fairness.Criterion]
 	critVer atomic.Uint64
 
@@ -116,6 +117,7 @@ func New(cfg Config) *Runtime {
 	}
 	for _, p := range rt.ranks {
 		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))
+		rt.regions = append(rt.regions, "fairly "+ProfileLabel+"="+p.String())
 	}
 	rt.crit.Store(cfg.Criterion)
 	rt.workers = make([]*worker, cfg.Procs)
