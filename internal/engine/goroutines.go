@@ -39,8 +39,10 @@ type gor struct {
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
 	mode atomic.Uint32
-	// detBusy says a revocation counted g as computing (see revoke.go).
-	detBusy atomic.Bool
+	// detBusy says a revocation counted g as computing (see revoke.go);
+	// detSince is when, for charging its processor time when it comes back.
+	detBusy  atomic.Bool
+	detSince atomic.Int64
 
 	// Private to the goroutine and written at every fork and preemption
 	// point: padded off the fields above and off neighbouring objects, so

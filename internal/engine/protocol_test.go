@@ -75,6 +75,22 @@ func spinUntil(flag *atomic.Bool, limit time.Duration) bool {
 
 const patience = 20 * time.Second // a bound for hangs, never a timing goal
 
+// The processor time a thread computes detached (after its worker was taken
+// away) is charged to its priority when it comes back, so Stats counts it.
+func TestDetachedTimeCharged(t *testing.T) {
+	rt, lo, hi := levels(t, 1, 50, 50)
+	var never atomic.Bool
+	spun := submit(t, rt, lo, func(*Task) { spinUntil(&never, 40*time.Millisecond) })
+	time.Sleep(5 * time.Millisecond)
+	submit(t, rt, hi, func(*Task) {}).Wait() // revokes the spinning thread's worker
+	spun.Wait()
+	r, err := rt.Rank(lo)
+	require.NoError(t, err)
+	assert.NotZero(t, rt.Totals().Rescues)
+	assert.GreaterOrEqual(t, rt.Totals().CPU[r], 30*time.Millisecond,
+		"40 ms of spinning, most of it detached, is charged to its priority")
+}
+
 // A top-priority thread submitted while the only worker computes without
 // preemption points runs anyway: the arriving thread's worker is revoked.
 func TestArrivalRevokesStuckWorker(t *testing.T) {
@@ -98,6 +114,7 @@ func TestArrivalRevokesStuckWorker(t *testing.T) {
 			assert.True(t, ok[i], "P=%d: the top-priority thread waited for the stall", procs)
 		}
 		assert.NotZero(t, rt.Totals().Rescues, "P=%d", procs)
+
 	}
 }
 

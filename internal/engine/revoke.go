@@ -120,6 +120,11 @@ func (g *gor) reattach(t *Task) {
 	w := g.w
 	g.w = nil
 	g.mode.Store(modeSched)
+	if g.detBusy.Load() {
+		// Its thread computed detached: charge that time to its priority,
+		// so that Stats counts every goroutine's work.
+		w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
+	}
 	w.detachEnded(g.detBusy.Load())
 	g.rejoin(t)
 }
@@ -140,6 +145,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	w.detMu.Lock()
 	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop
 	h.detBusy.Store(busy) // read by h only after the swap below succeeded
+	h.detSince.Store(rt.now())
 	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
 	w.detMu.Unlock()
 	if !won {
