@@ -36,14 +36,15 @@ const (
 )
 
 // RunHTTP sends cfg's requests with vegeta's attacker, which sends each at
-// its time on the schedule whatever the state of earlier ones (open loop:
-// it starts more workers rather than wait). Result.RTT holds, for each
-// answered request in the order of the schedule, the time from its
-// scheduled start to the end of its response, so that any delay of the
-// driver itself counts against the server rather than hides its stalls
-// (no coordinated omission); Result.MaxLag is the largest such delay before
-// sending. A request answered with a status other than 200 OK, or not at
-// all, counts as lost and the first failure is in Result.Stopped.
+// its time on the schedule whatever the state of earlier ones: it starts
+// more workers (and connections) rather than wait for answers, so a slow
+// answer delays no later request (open loop, no coordinated omission).
+// Result.RTT holds, for each answered request in the order of the
+// schedule, the time from its sending to the end of its response, as the
+// TCP driver measures; Result.MaxLag is the largest delay of a sending
+// behind the schedule, the driver's own lateness. A request answered with a
+// status other than 200 OK, or not at all, counts as lost and the first
+// failure is in Result.Stopped.
 func RunHTTP(ctx context.Context, cfg HTTPConfig) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (*Result, error) {
 				continue
 			}
 			seqs = append(seqs, r.Seq)
-			rtt = append(rtt, max(r.End().Sub(due), r.Latency))
+			rtt = append(rtt, r.Latency)
 		case <-done:
 			atk.Stop() // the results channel closes once the requests under way end
 			done = nil
