@@ -125,8 +125,8 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 	}
 	prio := make([]fairness.Priority, len(cfg.Tiers))
 	for i, t := range cfg.Tiers {
-		if t.Priority.Order() != rt.Order() {
-			return nil, fmt.Errorf("%w: tier %q: %w: %v is not a priority of the runtime", ErrInvalidConfig, t.Name, fairness.ErrForeignPriority, t.Priority)
+		if _, err := rt.Rank(t.Priority); err != nil {
+			return nil, fmt.Errorf("%w: tier %q: %w", ErrInvalidConfig, t.Name, err)
 		}
 		prio[i] = t.Priority
 	}

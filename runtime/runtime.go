@@ -235,6 +235,27 @@ func (rt *Runtime) Close() error {
 	return rt.e.Close()
 }
 
+// Rank gives the scheduling rank of p (0 is the lowest) in the total order
+// the runtime uses, or an error wrapping fairness.ErrForeignPriority for a
+// priority it does not schedule: a check for code that takes priorities
+// from its users (jobs, fairlyhttp).
+func (rt *Runtime) Rank(p fairness.Priority) (int, error) {
+	if !rt.started() {
+		return 0, ErrNotStarted
+	}
+	return rt.e.Rank(p)
+}
+
+// ReportPanic hands a panic that nobody would see otherwise to
+// Config.OnPanic, or logs it with log/slog. fairly's own packages call it
+// (thread for detached threads, fairlyhttp for handlers); code that
+// recovers a thread's panic and cannot return it may too.
+func (rt *Runtime) ReportPanic(p fairness.Priority, value any, stack []byte) {
+	if rt.started() {
+		rt.e.ReportPanic(p, value, stack)
+	}
+}
+
 // InThread reports whether the calling goroutine runs a thread's code (of
 // any runtime): there, blocking waits such as Handle.Wait would hold a
 // worker, and package thread refuses them.

@@ -38,6 +38,10 @@ func TestDefaults(t *testing.T) {
 	defer rt.Close()
 	assert.Equal(t, 3, rt.Procs())
 	assert.Equal(t, 2, len(rt.Order().Freeze()), "only Top and Bottom")
+	_, err = rt.Rank(rt.Order().Top())
+	require.NoError(t, err)
+	_, err = rt.Rank(fairness.NewOrder().Top())
+	assert.ErrorIs(t, err, fairness.ErrForeignPriority)
 }
 
 func TestSetCriterion(t *testing.T) {

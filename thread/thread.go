@@ -413,12 +413,13 @@ func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, er
 	return run(nil, rt, p, f)
 }
 
-// RunContext is Run for a thread whose context is ctx: it returns ctx.Err()
-// when ctx is done before the thread has finished, and the thread, which
-// sees the same context in Ctx.Context, should stop soon after. When the
-// calling goroutine runs the thread itself (a worker was idle), it returns
-// only once the thread does. An HTTP handler passes the request's context,
-// so that the work of a request the client gave up on stops.
+// RunContext is Run for a thread whose context is ctx (see Ctx.Context):
+// when ctx is done, the thread's waits (Join, Sleep, AwaitContext) return
+// its error and its code can see it, so that it stops soon. RunContext
+// still returns only once the thread has returned, as errgroup's Wait does,
+// so that nothing of the call outlives it (an HTTP handler may pass its
+// ResponseWriter); use GoContext and Handle.WaitContext to stop waiting
+// earlier. A nil ctx gives ErrNilContext.
 func RunContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
 	if ctx == nil {
 		var zero T
@@ -447,12 +448,8 @@ func run[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f
 	case err != nil:
 		h.ctx.task.Abandon()
 		return zero, err
-	case !ran && ctx == nil:
-		return h.Wait()
 	case !ran:
-		return h.WaitContext(ctx)
-	case ctx != nil && ctx.Err() != nil:
-		return zero, ctx.Err()
+		return h.Wait()
 	}
 	return h.result()
 }

@@ -18,8 +18,12 @@ import (
 // Main is the driver's command line; it returns the process exit code
 // (see cli.Main: 0, 1 when the replay fails, 2 for bad usage). args exclude
 // the program name. It writes the Result as JSON to -results (standard
-// output by default in TCP mode).
+// output by default in TCP mode). "driver http ..." is the HTTP load
+// instead (see RunHTTP).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "http" {
+		return mainHTTP(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: driver (-addr 127.0.0.1:PORT | -stdio) [-trace NAME|FILE | -script TEXT] [flags]\n\n"+

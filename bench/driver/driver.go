@@ -189,12 +189,8 @@ func open(cfg Config) ([]link, string, error) {
 		}
 		return []link{{w: cfg.Out, r: newLineReader(cfg.In), close: func() error { return nil }}}, "stream", nil
 	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("address %q: %w", cfg.Addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, "", fmt.Errorf("%w: %s", ErrNotLoopback, cfg.Addr)
+	if err := checkLoopback(cfg.Addr); err != nil {
+		return nil, "", err
 	}
 	links := make([]link, max(1, cfg.Conns))
 	for i := range links {

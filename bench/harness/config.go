@@ -21,6 +21,8 @@
 //   - fig9: terminal echo response time against the interactive share.
 //   - stall: network echo response time beside low-priority threads in
 //     library calls that never reach a preemption point.
+//   - http (optional, see OptionalExperiments): an HTTP endpoint beside a
+//     CPU-heavy batch on net/http, fairlyhttp and a cpuworker-style limiter.
 //
 // Response times are always measured by the driver (package driver) in a
 // process of its own, over loopback TCP or its standard input and output.
@@ -131,6 +133,8 @@ type Config struct {
 	// StallMiB is the input size of the stall experiment's library calls,
 	// in MiB (default 64: sha256 and flate over 64 MiB, a sort of 1M keys).
 	StallMiB int
+	// HTTP sets the load of the http experiment.
+	HTTP HTTPConfig
 	// EchoGrace is how long a driver waits for the echoes of its last
 	// requests before it counts them lost (0: the driver's default, 2 s).
 	// Tests under the race detector on a loaded machine need more.
@@ -175,9 +179,12 @@ func (c *Config) Validate() error {
 		return badConfig("no way to start the driver")
 	}
 	for _, e := range c.Experiments {
-		if !slices.Contains(Experiments, e) {
-			return badConfig("unknown experiment %q (known: %s)", e, strings.Join(Experiments, ", "))
+		if !slices.Contains(Experiments, e) && !slices.Contains(OptionalExperiments, e) {
+			return badConfig("unknown experiment %q (known: %s)", e, strings.Join(slices.Concat(Experiments, OptionalExperiments), ", "))
 		}
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
 	}
 	for _, p := range c.Procs {
 		if p < 1 || p > MaxProcs {

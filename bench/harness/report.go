@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -70,10 +71,10 @@ func (s Section) Markdown() string {
 func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
-		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable,
+		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable,
 	}
 	var out []Section
-	for _, name := range Experiments {
+	for _, name := range slices.Concat(Experiments, OptionalExperiments) {
 		for _, e := range res.Experiments {
 			if e == name {
 				s := build[name](res)

@@ -54,6 +54,8 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
+	// Throughput is the http experiment's batch: fib computed per second.
+	Throughput float64 `json:"throughput,omitempty"`
 }
 
 // Results are the records of a suite run and the configuration that made
@@ -68,6 +70,7 @@ type Results struct {
 	EchoRate float64       `json:"echo_rate"`
 	EchoFor  time.Duration `json:"echo_for_ns"`
 	StallMiB int           `json:"stall_mib,omitempty"`
+	HTTP     *HTTPConfig   `json:"http,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
 	Kernels     []string  `json:"kernels"`
 	Experiments []string  `json:"experiments"`
@@ -116,6 +119,7 @@ func Run(cfg Config) (*Results, error) {
 	res := &Results{
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
 		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(),
+		HTTP: cfg.httpResults(),
 	}
 	for _, k := range cfg.Kernels {
 		res.Kernels = append(res.Kernels, k.Name)
@@ -185,6 +189,9 @@ func (s *suite) plan() []step {
 			l := stallLoadNamed("sort")
 			add(func() (*Record, error) { return s.stall(l, sysGoroutines, p) }, "stall %s goroutines P=%d", l.name, p)
 		}
+	}
+	if cfg.needs("http") {
+		steps = append(steps, s.httpSteps()...)
 	}
 	if cfg.needs("fig9") {
 		for _, p := range cfg.Procs {

@@ -6,6 +6,7 @@
 //	go run ./bench/cmd/fairbench                  # the quick suite, a minute or two
 //	go run ./bench/cmd/fairbench -full -out full  # default sizes, more repetitions
 //	go run ./bench/cmd/fairbench -experiments table5 -procs 2 -echo-for 20s
+//	go run ./bench/cmd/fairbench -experiments http -procs 2  # optional: net/http beside a batch
 //
 // Run with -h for every flag. "fairbench driver ..." runs the interaction
 // driver (package driver), which the suite starts as a process of its own
@@ -132,7 +133,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fairbench [flags]\n\nRuns fairly's benchmark suite and writes a report.\n"+
-			"Kernels: %s. Experiments: %s.\n\n", strings.Join(names, ", "), strings.Join(harness.Experiments, ", "))
+			"Kernels: %s. Experiments: %s (all); optional: %s.\n\n", strings.Join(names, ", "), strings.Join(harness.Experiments, ", "),
+			strings.Join(harness.OptionalExperiments, ", "))
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", true, "quick suite: small sizes, 3 repetitions, 2s echo replays")
@@ -151,10 +153,17 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
+	httpRate := fs.Float64("http-rate", 200, fmt.Sprintf("requests per second of the http experiment, above 0 and at most %d", harness.MaxEchoRate))
+	httpFor := fs.Duration("http-for", 5*time.Second, "length of each run of the http experiment")
+	httpKiB := fs.Int("http-kib", 256, fmt.Sprintf("KiB each request of the http experiment hashes, 1 to %d", harness.MaxHTTPKiB))
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return nil, "", false, err
 	}
 	if err := cli.Between("driver-nice", *driverNice, -maxNice-1, maxNice); err != nil {
+		return nil, "", false, err
+	}
+	if err := cli.First(cli.Between("http-rate", *httpRate, 1e-3, harness.MaxEchoRate),
+		cli.Between("http-for", *httpFor, time.Millisecond, harness.MaxEchoFor), cli.Between("http-kib", *httpKiB, 1, harness.MaxHTTPKiB)); err != nil {
 		return nil, "", false, err
 	}
 	if *out == "" {
@@ -163,7 +172,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if *full {
 		*quick = false
 	}
-	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB}
+	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
+		HTTP: harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB}}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
 		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"
