@@ -56,6 +56,9 @@ type gor struct {
 	wanted bool
 	// local is Task.Local's slot.
 	local any
+	// rested says the goroutine, a parked spare, was made a sleeping
+	// worker's sleeper by rest; written before the wake-up that reads it.
+	rested bool
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
 	// region is the execution-trace region of the thread code it runs now,
@@ -151,10 +154,15 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	w.setRunning(int(t.rank))
 	g.run(t)
 	returned = true
-	if w := g.w; len(w.callers) < maxCallers {
+	w = g.w // t may have ended on another worker
+	if len(w.callers) < maxCallers {
 		w.callers = append(w.callers, g) // with its lazy stack and fork records
 	}
-	g.passTo()
+	g.w = nil
+	if !w.rest() {
+		g.w = w
+		g.passTo()
+	}
 	return true, nil
 }
 

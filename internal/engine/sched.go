@@ -45,6 +45,12 @@ func (g *gor) loop() {
 			}
 			it.g.resume(w)
 			g.park()
+			if g.rested { // woken as the sleeper rest made it: as after idle
+				g.rested = false
+				if g.w != nil {
+					g.w.closeUnwanted()
+				}
+			}
 			continue
 		}
 		if !it.t.claim() {
@@ -370,11 +376,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 // worker for work, then sleep until woken by new work. It returns with g holding a token again, or none (g.w == nil) if g
 // became surplus while asleep.
 func (w *worker) idle(g *gor) {
-	w.setRunning(rankLoop)
-	for r := range w.mail {
-		w.open(r)
-	}
-	w.ask(true)
+	w.windDown()
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
 	// spares; either way g stops being the sleeper and parks to learn which.
@@ -400,6 +402,44 @@ func (w *worker) idle(g *gor) {
 		osYield() // let the OS run other threads (the network poller's) meanwhile
 	}
 	g.park()
+}
+
+// windDown readies w for sleep: nothing runs, every mailbox takes deals,
+// and another worker is asked for work.
+func (w *worker) windDown() {
+	w.setRunning(rankLoop)
+	for r := range w.mail {
+		w.open(r)
+	}
+	w.ask(true)
+}
+
+// rest puts w, whose token the caller holds and gives up, to sleep with a
+// parked spare as its sleeper, as if the spare had gone idle and parked:
+// nothing is woken, so the next RunHere can take the token at once. It
+// reports false, having done nothing, when w has work queued, no spare,
+// or the runtime stops; the caller then hands the token on (passTo).
+//
+// No wake-up is lost: as in idle, the sleeper is published before the last
+// look for work, and a waker queues work before it takes the sleeper. If
+// work came in between, whoever wins the compare-and-swap on the sleeper
+// hands the spare the token.
+func (w *worker) rest() bool {
+	if w.highest() >= 0 || w.hasWork() || w.rt.stopping.Load() || len(w.spares) == 0 {
+		return false
+	}
+	sp := w.spare()
+	w.windDown()
+	sp.rested = true // read by sp once woken: it closes what idle would
+	// The holder of a sleeping worker is its sleeper, as after idle: the
+	// caller's record may hold another worker's token later, and a revoker
+	// must never find it as this worker's holder.
+	w.holder.Store(sp)
+	w.sleeper.Store(sp)
+	if (w.hasWork() || w.rt.stopping.Load()) && w.sleeper.CompareAndSwap(sp, nil) {
+		sp.resume(w)
+	}
+	return true
 }
 
 // ask posts a request for work of the primary priority to a random other
