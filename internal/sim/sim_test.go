@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// kernel builds a kernel of about perWorker of work per worker.
+func kernel(t testing.TB, name string, procs int, perWorker int64) *Kernel {
+	t.Helper()
+	k, err := NewKernel(name, int64(procs)*perWorker, DefaultGrain(), DefaultCosts())
+	require.NoError(t, err)
+	return k
+}
+
+func loaded(k *Kernel, procs int, c [3]float64, seed uint64) Config {
+	return Config{Procs: procs, Criterion: c, Kernel: k, Sink: c[Medium] > 0 || c[Low] < 100,
+		Rate: 2000, EchoWork: 20_000, Seed: seed}
+}
+
+func TestDeterministic(t *testing.T) {
+	k := kernel(t, "uts", 16, 4e6)
+	cfg := loaded(k, 16, [3]float64{50, 25, 25}, 7)
+	cfg.Record = true
+	a, err := Run(cfg)
+	require.NoError(t, err)
+	b, err := Run(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, a.Digest, b.Digest)
+	assert.Equal(t, a.Log, b.Log, "one seed, one schedule")
+	assert.Equal(t, a.Events, len(a.Log))
+	cfg.Seed = 8
+	c, err := Run(cfg)
+	require.NoError(t, err)
+	assert.NotEqual(t, a.Digest, c.Digest, "another seed, another schedule")
+}
+
+func TestReplay(t *testing.T) {
+	k := kernel(t, "bfs", 8, 4e6)
+	cfg := loaded(k, 8, [3]float64{50, 0, 50}, 3)
+	cfg.Record = true
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.NoError(t, Replay(cfg, res.Log))
+
+	tampered := append([]Entry(nil), res.Log...)
+	i := len(tampered) / 2
+	tampered[i].Worker = (tampered[i].Worker + 1) % int32(cfg.Procs)
+	err = Replay(cfg, tampered)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("event %d:", i))
+
+	require.Error(t, Replay(cfg, res.Log[:len(res.Log)-1]), "a log that ends early")
+	require.Error(t, Replay(cfg, append(res.Log, res.Log[len(res.Log)-1])), "a log with an event too many")
+	other := cfg
+	other.Seed++
+	require.Error(t, Replay(other, res.Log), "another seed's schedule")
+}
+
+// The paper's bounds hold on every run: each kernel, alone, loaded under
+// both criteria and winner-take-all, at several worker counts.
+func TestTheorems(t *testing.T) {
+	for _, procs := range []int{1, 2, 16, 64} {
+		perWorker := int64(10e6)
+		if procs == 64 {
+			perWorker = 4e6
+		}
+		for _, name := range KernelNames {
+			k := kernel(t, name, procs, perWorker)
+			for _, c := range [][3]float64{{0, 0, 100}, {50, 0, 50}, {50, 25, 25}, {100, 0, 0}} {
+				cfg := loaded(k, procs, c, uint64(procs))
+				cfg.Sink = c[Medium] > 0 || c == [3]float64{50, 0, 50}
+				if c[High] == 0 {
+					cfg.Rate = 0
+				}
+				res, err := Run(cfg)
+				require.NoError(t, err, "%s P=%d %v", name, procs, c)
+				bounds := Check(cfg, res)
+				assert.NotEmpty(t, bounds, "%s P=%d %v: nothing checked", name, procs, c)
+				for _, b := range bounds {
+					assert.True(t, b.Holds(), "%s P=%d %v: %v", name, procs, c, b)
+				}
+				assert.GreaterOrEqual(t, res.CPU[Low], k.Work, "%s P=%d %v: the kernel's work was all done", name, procs, c)
+			}
+		}
+	}
+}
+
+// Check is not vacuous: a run slower than Theorem 2 allows, or an
+// interactive thread slower than Theorem 3 allows, is a violation.
+func TestViolationsDetected(t *testing.T) {
+	k := kernel(t, "fib", 2, 5e6)
+	cfg := loaded(k, 2, [3]float64{50, 0, 50}, 1)
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.Empty(t, Violations(cfg, res))
+	require.NotEmpty(t, res.Responses)
+
+	slow := *res
+	slow.Time = 10 * res.Time
+	v := Violations(cfg, &slow)
+	require.Len(t, v, 1)
+	assert.Contains(t, v[0].Name, "Theorem 2")
+
+	late := *res
+	late.Responses = append([]int64(nil), res.Responses...)
+	late.Responses[0] = 4 * cfg.Params.Quantum
+	if late.Responses[0] == 0 {
+		late.Responses[0] = 4 * DefaultParams().Quantum
+	}
+	v = Violations(cfg, &late)
+	require.Len(t, v, 1)
+	assert.Contains(t, v[0].Name, "Theorem 3")
+}
+
+func TestWorkSpan(t *testing.T) {
+	c := DefaultCosts()
+	g := DefaultGrain()
+	f := func(n int64) Node { return Node{Shape: fib{g, c}, A: n} }
+	w16, s16, d16 := workSpan(f(fibCutoff), c)
+	assert.Zero(t, d16, "a leaf forks nothing")
+	assert.Equal(t, g.FibCall*fibCalls(fibCutoff), w16)
+	assert.Equal(t, w16, s16, "a leaf's span is its work")
+	w17, _, d17 := workSpan(f(fibCutoff+1), c)
+	w15, _, _ := workSpan(f(fibCutoff-1), c)
+	assert.Equal(t, int64(1), d17)
+	assert.Equal(t, w16+w15+g.FibCall, w17)
+	assert.Equal(t, int64(1), fibCalls(1))
+	assert.Equal(t, int64(3), fibCalls(2))
+	assert.Equal(t, int64(5), fibCalls(3))
+
+	l := parallel(8, 3*strideLen, 2) // eight iterations of three strides each
+	w, s, d := workSpan(l, c)
+	assert.Equal(t, int64(3), d)
+	assert.Equal(t, int64(8*3*strideLen*2), w)
+	assert.Equal(t, int64(3*strideLen*2)+3*(c.Spawn+c.Join), s, "three levels of binary forks above one iteration")
+}
+
+func TestKernelSizes(t *testing.T) {
+	for _, name := range KernelNames {
+		small, big := kernel(t, name, 1, 2e6), kernel(t, name, 8, 2e6)
+		assert.GreaterOrEqual(t, small.Work, int64(2e6), name)
+		assert.Greater(t, big.Work, small.Work, name)
+		assert.Greater(t, big.Work/big.Span, int64(8), "%s: parallel enough for 8 workers", name)
+	}
+	_, err := NewKernel("strassen", 1, DefaultGrain(), DefaultCosts())
+	assert.Error(t, err)
+}
