@@ -23,13 +23,13 @@ type Costs struct {
 // DefaultCosts are the costs measured on the development machine.
 func DefaultCosts() Costs {
 	return Costs{
-		Spawn: 20, Join: 13, Service: 60, Round: 120, Deal: 250, Receive: 150,
-		Handoff: 900, Wake: 9000, SpinWake: 1500, Steer: 600, SinkChunk: 30000,
+		Spawn: 23, Join: 24, Service: 86, Round: 9, Deal: 395, Receive: 36,
+		Handoff: 206, Wake: 7915, SpinWake: 169, Steer: 49, SinkChunk: 10609,
 	}
 }
 
 // DefaultGrain are the kernels' leaf costs measured on the development
 // machine.
 func DefaultGrain() Grain {
-	return Grain{FibCall: 2, BFSEdge: 6, SortKey: 4}
+	return Grain{FibLeaf: 2300, UTSNode: 1400, BFSEdge: 37, SortKey: 7}
 }

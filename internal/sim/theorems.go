@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -16,11 +17,15 @@ import (
 // until a deal (every deal interval δ) or a request served at the holder's
 // next preemption point (within G) moves it, so every fork level on the
 // critical path may add δ + G to the span, as in work stealing with private
-// deques (Acar, Charguéraud, Rainey, PPoPP 2013).
+// deques (Acar, Charguéraud, Rainey, PPoPP 2013). And after a barrier (a
+// level of BFS, a phase of sort) the workers that went idle sleep, having
+// posted one request each; work reaches them by random deals, a push
+// rumour: log2 P + ln P deal intervals to reach all P (Pittel, 1987).
 //
 //   Theorem 2 (stretch). The kernel, all at priority lo with F(lo) > 0,
-//   work W (processor time it took, runtime operations included), span S
-//   and fork depth d, with S' = S + d·(δ + G):
+//   work W (processor time it took, runtime operations included), span S,
+//   fork depth d and b barriers, with
+//   S' = S + d·(δ + G) + b·(log2 P + ln P)·δ:
 //
 //     T ≤ (W + S'·(P−1)) / (P·F(lo)) + 2Q + I + G
 //
@@ -57,7 +62,9 @@ func Check(cfg Config, res *Result) []Bound {
 	slack := p.Interrupt + res.Gap
 	var out []Bound
 	if f := cfg.Criterion[Low] / total; f > 0 {
-		w, s := res.CPU[Low], cfg.Kernel.Span+cfg.Kernel.Forks*(p.DealInterval+res.Gap)
+		k := cfg.Kernel
+		spread := int64((math.Log2(float64(procs)) + math.Log(float64(procs))) * float64(p.DealInterval))
+		w, s := res.CPU[Low], k.Span+k.Forks*(p.DealInterval+res.Gap)+k.Barriers*spread
 		out = append(out, Bound{
 			Name:  "Theorem 2 (stretch): kernel time",
 			Value: res.Time,

@@ -38,7 +38,8 @@ type Shape interface {
 // Grain gives the sequential costs of the kernels' leaves, in nanoseconds,
 // measured on the real kernels (see Costs and docs/simulation.md).
 type Grain struct {
-	FibCall int64 // one call of sequential fib
+	FibLeaf int64 // sequential fib(FibLeafN): a leaf of fib
+	UTSNode int64 // sequential fib(UTSNodeN): a node of UTS
 	BFSEdge int64 // one edge scanned by BFS
 	SortKey int64 // one key of sample sort through one level of comparisons
 }
@@ -52,10 +53,10 @@ type Kernel struct {
 	Root Node
 	Work int64
 	Span int64
-	// Forks is the DAG's fork depth: the most fork levels on a path from
-	// the root to a leaf, each a place where the path may wait for work to
-	// be dealt (see Check).
-	Forks int64
+	// Forks and Barriers are the DAG's fork depth and barrier count (see
+	// measure): places where its critical path may wait for work to be
+	// dealt (see Check).
+	Forks, Barriers int64
 }
 
 // KernelNames are the simulated kernels, in the order of the tables.
@@ -68,7 +69,7 @@ func NewKernel(name string, work int64, g Grain, c Costs) (*Kernel, error) {
 	var size int64
 	switch name {
 	case "fib":
-		mk, size = func(n int64) Node { return Node{Shape: fib{g, c}, A: n} }, fibCutoff+1
+		mk, size = func(n int64) Node { return Node{Shape: fib{g}, A: n} }, FibLeafN+1
 	case "uts":
 		mk, size = func(d int64) Node { return Node{Shape: uts{g, d}, ID: utsRoot} }, 1
 	case "bfs":
@@ -80,7 +81,8 @@ func NewKernel(name string, work int64, g Grain, c Costs) (*Kernel, error) {
 	}
 	for {
 		k := &Kernel{Name: name, Size: size, Root: mk(size)}
-		k.Work, k.Span, k.Forks = workSpan(k.Root, c)
+		m := workSpan(k.Root, c)
+		k.Work, k.Span, k.Forks, k.Barriers = m.work, m.span, m.forks, m.barriers
 		if k.Work >= work {
 			return k, nil
 		}
@@ -93,15 +95,16 @@ func NewKernel(name string, work int64, g Grain, c Costs) (*Kernel, error) {
 	}
 }
 
-// workSpan gives the work and span of the DAG under n, and its fork
-// depth: the most fork levels on one path from the root to a leaf.
-func workSpan(n Node, c Costs) (work, span, forks int64) {
-	m := walk(n, c, make(map[memoKey]measure))
-	return m.work, m.span, m.forks
+// workSpan measures the DAG under n; see measure.
+func workSpan(n Node, c Costs) measure {
+	return walk(n, c, make(map[memoKey]measure))
 }
 
-// measure is what walk finds of a subtree.
-type measure struct{ work, span, forks int64 }
+// measure is what walk finds of a subtree: its work and span, its fork
+// depth (the most fork levels on one path from the root to a leaf) and its
+// barriers (the most joins of parallel work, on one such path, that the
+// code goes on from sequentially: a level of BFS, a phase of sort).
+type measure struct{ work, span, forks, barriers int64 }
 
 // memoKey names a subtree whose measure depends on its coordinates alone
 // (fib's n, a loop's length and cost), so each is walked once.
@@ -130,17 +133,22 @@ func walk(n Node, c Costs, memo map[memoKey]measure) (m measure) {
 		m.work += st.Pre + st.Post
 		m.span += st.Pre + st.Post
 		if k := int64(len(st.Kids)); k > 0 {
-			var longest, deepest int64
+			var longest, deepest, barriers int64
 			for _, kid := range st.Kids {
 				km := walk(kid, c, memo)
 				m.work += km.work
 				longest = max(longest, km.span)
 				deepest = max(deepest, km.forks)
+				barriers = max(barriers, km.barriers)
 			}
 			m.span += longest + (k-1)*(c.Spawn+c.Join)
 			m.forks += deepest
+			m.barriers += barriers
 			if k > 1 {
 				m.forks++
+			}
+			if st.Next != nil && deepest > 0 {
+				m.barriers++
 			}
 		}
 		if st.Next == nil {
@@ -150,23 +158,21 @@ func walk(n Node, c Costs, memo map[memoKey]measure) (m measure) {
 	}
 }
 
-// fibCutoff is the n at or below which the simulated fib runs
-// sequentially: leaves of fib(16), a few microseconds, fine enough
-// that a fork is a few percent of a leaf as with the real kernel's calls
-// and coarse enough to simulate 128 workers in seconds.
-const fibCutoff = 16
+// FibLeafN is the n at or below which the simulated fib runs
+// sequentially: leaves of fib(16), a few microseconds, fine enough that a
+// fork costs about a percent of a leaf and coarse enough to simulate 128
+// workers in seconds. (The real kernel forks at every call.)
+const FibLeafN = 16
 
-// fib is Fibonacci: binary, node n forks n-1 and calls n-2.
-type fib struct {
-	g Grain
-	c Costs
-}
+// fib is Fibonacci: binary, node n forks n-1 and calls n-2. A leaf fib(m)
+// costs its share of a fib(FibLeafN) by call count.
+type fib struct{ g Grain }
 
 func (f fib) Expand(n Node, buf []Node) Step {
-	if n.A <= fibCutoff {
-		return Step{Pre: f.g.FibCall * fibCalls(n.A)}
+	if n.A <= FibLeafN {
+		return Step{Pre: max(1, f.g.FibLeaf*fibCalls(n.A)/fibCalls(FibLeafN))}
 	}
-	return Step{Pre: f.g.FibCall, Kids: append(buf, Node{Shape: f, A: n.A - 1}, Node{Shape: f, A: n.A - 2})}
+	return Step{Pre: max(1, f.g.FibLeaf/fibCalls(FibLeafN)), Kids: append(buf, Node{Shape: f, A: n.A - 1}, Node{Shape: f, A: n.A - 2})}
 }
 
 // fibCalls is how many calls sequential fib(n) makes.
@@ -184,9 +190,9 @@ const utsRoot = 0x5eedfa1e2019
 // uts is Unbalanced Tree Search: a geometric tree of mean branching 4 to
 // depth limit A, each node a fixed piece of work, its children forked
 // through a binary spawn tree (utsRange), as the real kernel does. A node
-// computes fib(utsNodeFib) where the real one computes fib(12): eight times
+// computes fib(UTSNodeN) where the real one computes fib(12): four times
 // the work, so that 128 workers' worth of tree simulates in seconds.
-const utsNodeFib = 15
+const UTSNodeN = 15
 
 type uts struct {
 	g     Grain
@@ -195,7 +201,7 @@ type uts struct {
 
 func (u uts) Expand(n Node, buf []Node) Step {
 	k := utsChildren(n.ID, n.A, u.limit)
-	st := Step{Pre: u.g.FibCall * fibCalls(utsNodeFib)}
+	st := Step{Pre: u.g.UTSNode}
 	if k > 0 {
 		st.Kids = append(buf, Node{Shape: utsRange{u}, A: n.A, B: 0, C: int64(k), ID: n.ID})
 	}
