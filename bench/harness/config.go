@@ -68,6 +68,10 @@ const (
 // Experiments lists the experiment names in the order of the report.
 var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fig8", "fig9", "stall"}
 
+// ExtraExperiments are known experiments that run only when named: sim
+// (the scheduler simulated at P = 2 to 128, see sim.go).
+var ExtraExperiments = []string{"sim"}
+
 // Criterion is a three-priority fairness criterion in percent: the shares
 // of the high, medium and low priorities.
 type Criterion [3]float64
@@ -175,8 +179,8 @@ func (c *Config) Validate() error {
 		return badConfig("no way to start the driver")
 	}
 	for _, e := range c.Experiments {
-		if !slices.Contains(Experiments, e) {
-			return badConfig("unknown experiment %q (known: %s)", e, strings.Join(Experiments, ", "))
+		if !slices.Contains(Experiments, e) && !slices.Contains(ExtraExperiments, e) {
+			return badConfig("unknown experiment %q (known: %s)", e, strings.Join(append(slices.Clone(Experiments), ExtraExperiments...), ", "))
 		}
 	}
 	for _, p := range c.Procs {
@@ -184,10 +188,10 @@ func (c *Config) Validate() error {
 			return badConfig("processor count %d is not in 1..%d", p, MaxProcs)
 		}
 	}
-	if c.needs("table1", "table2", "table3", "table4", "fig8") && len(c.Kernels) == 0 {
+	if c.needs("table1", "table2", "table3", "table4", "fig8", "sim") && len(c.Kernels) == 0 {
 		return badConfig("no kernel chosen")
 	}
-	if c.needs("table1", "table4", "fig8") && len(c.Criteria) == 0 {
+	if c.needs("table1", "table4", "fig8", "sim") && len(c.Criteria) == 0 {
 		return badConfig("no criterion chosen")
 	}
 	for _, s := range c.Shares {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -81,6 +82,9 @@ func Sections(res *Results) []Section {
 				out = append(out, s)
 			}
 		}
+	}
+	if slices.Contains(res.Experiments, "sim") {
+		out = append(out, simSections(res)...)
 	}
 	return out
 }

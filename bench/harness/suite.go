@@ -54,6 +54,8 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
+	// SimRecord holds what the sim experiment measured.
+	*SimRecord
 }
 
 // Results are the records of a suite run and the configuration that made
@@ -185,6 +187,9 @@ func (s *suite) plan() []step {
 			l := stallLoadNamed("sort")
 			add(func() (*Record, error) { return s.stall(l, sysGoroutines, p) }, "stall %s goroutines P=%d", l.name, p)
 		}
+	}
+	if cfg.needs("sim") {
+		s.simSteps(add)
 	}
 	if cfg.needs("fig9") {
 		for _, p := range cfg.Procs {

@@ -13,6 +13,7 @@ const (
 	evArrive                    // an interactive thread arrives
 	evTick                      // the ticker raises attention; the watchdog looks
 	evDetached                  // a detached goroutine reaches its next preemption point
+	evKernel                    // the kernel is submitted
 )
 
 // event is one scheduled event; gen must match the worker's generation for

@@ -61,6 +61,10 @@ type Config struct {
 	// Sink runs a time sink at medium priority: 2P threads that compute
 	// forever, yielding between chunks, like fairbench's.
 	Sink bool
+	// Lead is how long the sink and the interactive arrivals run before
+	// the kernel is submitted, as fairbench starts them first; Result.Time
+	// counts from the kernel's submission.
+	Lead int64
 	// Rate is the rate of interactive arrivals (per virtual second) at high
 	// priority, each a thread of EchoWork nanoseconds; 0 for none.
 	Rate     float64
@@ -84,7 +88,7 @@ const (
 
 // Result is what a run measured.
 type Result struct {
-	// Time is when the kernel finished (it started at 0).
+	// Time is how long the kernel took, from its submission to its end.
 	Time int64
 	// Responses are the interactive threads' response times, arrival to
 	// end, and Arrivals their arrival times, in order of arrival; Pending
@@ -183,7 +187,7 @@ func (s *sim) run() (*Result, error) {
 	if s.cfg.Sink {
 		s.submit(s.rank[Medium], sinkRoot(s.cfg.Procs, s.c), 0)
 	}
-	s.kernel = s.submit(s.rank[Low], s.cfg.Kernel.Root, 0)
+	s.clock.at(event{t: s.cfg.Lead, kind: evKernel})
 	if s.cfg.Rate > 0 {
 		s.clock.at(event{t: s.nextArrival(0), kind: evArrive})
 	}
@@ -193,7 +197,7 @@ func (s *sim) run() (*Result, error) {
 		if !ok {
 			return nil, errors.New("sim: no event left before the kernel ended (a lost thread)")
 		}
-		if e.t > s.cfg.Limit {
+		if e.t > s.cfg.Lead+s.cfg.Limit {
 			return nil, fmt.Errorf("sim: the kernel did not end within %d virtual ms", s.cfg.Limit/1e6)
 		}
 		switch e.kind {
@@ -209,6 +213,9 @@ func (s *sim) run() (*Result, error) {
 			s.tick(e.t)
 		case evDetached:
 			s.reattach(e.g, e.t)
+		case evKernel:
+			s.kernel = s.submit(s.rank[Low], s.cfg.Kernel.Root, e.t)
+			s.log.add(Entry{T: e.t, Kind: evKernel, Worker: -1, Rank: int32(s.kernel.rank), Thread: s.kernel.id})
 		}
 		if s.log.err != nil {
 			return nil, s.log.err
@@ -312,7 +319,7 @@ func (s *sim) tick(now int64) {
 // finish sums up the run.
 func (s *sim) finish() {
 	end := s.kernel.finished
-	s.res.Time = end
+	s.res.Time = end - s.cfg.Lead
 	var busy int64
 	for _, w := range s.workers {
 		w.charge(end)
@@ -329,7 +336,7 @@ func (s *sim) finish() {
 		s.res.Promotions += st.promotions
 		s.res.Rescues += st.rescues
 	}
-	s.res.Idle = 1 - float64(busy)/float64(end*int64(len(s.workers)))
+	s.res.Idle = 1 - float64(busy)/float64(end*int64(len(s.workers))) // over the whole run, lead included
 	var rs, as []int64
 	for i, r := range s.res.Responses {
 		if r < 0 {

@@ -18,7 +18,7 @@ func kernel(t testing.TB, name string, procs int, perWorker int64) *Kernel {
 
 func loaded(k *Kernel, procs int, c [3]float64, seed uint64) Config {
 	return Config{Procs: procs, Criterion: c, Kernel: k, Sink: c[Medium] > 0 || c[Low] < 100,
-		Rate: 2000, EchoWork: 20_000, Seed: seed}
+		Rate: 2000, EchoWork: 20_000, Seed: seed, Lead: DefaultParams().Quantum}
 }
 
 func TestDeterministic(t *testing.T) {

@@ -13,19 +13,20 @@ import (
 // theorems to a runtime"): up to two rounds for the alignment of the rounds
 // (one to start, one of the sequence's discrepancy), an interrupt I, and the
 // longest stretch G of a thread's code without a preemption point. And
-// fairly is not greedy: a fork waits on its worker's lazy stack or bank
-// until a deal (every deal interval δ) or a request served at the holder's
-// next preemption point (within G) moves it, so every fork level on the
-// critical path may add δ + G to the span, as in work stealing with private
-// deques (Acar, Charguéraud, Rainey, PPoPP 2013). And after a barrier (a
-// level of BFS, a phase of sort) the workers that went idle sleep, having
-// posted one request each; work reaches them by random deals, a push
-// rumour: log2 P + ln P deal intervals to reach all P (Pittel, 1987).
+// fairly is not greedy: a fork waits on its goroutine's lazy stack until a
+// due preemption point promotes it (within I, when the ticker raises the
+// worker's attention, plus G to the next point), then in the bank until a
+// deal moves it (within the deal interval δ). So every fork level on the
+// critical path may add I + G + δ to the span, as in work stealing with
+// private deques (Acar, Charguéraud, Rainey, PPoPP 2013). And after a
+// barrier (a level of BFS, a phase of sort) the workers that went idle
+// sleep, having posted one request each; work reaches them by random deals,
+// a push rumour: log2 P + ln P deal intervals to reach all P (Pittel, 1987).
 //
 //   Theorem 2 (stretch). The kernel, all at priority lo with F(lo) > 0,
 //   work W (processor time it took, runtime operations included), span S,
 //   fork depth d and b barriers, with
-//   S' = S + d·(δ + G) + b·(log2 P + ln P)·δ:
+//   S' = S + d·(I + G + δ) + b·(log2 P + ln P)·δ:
 //
 //     T ≤ (W + S'·(P−1)) / (P·F(lo)) + 2Q + I + G
 //
@@ -64,7 +65,7 @@ func Check(cfg Config, res *Result) []Bound {
 	if f := cfg.Criterion[Low] / total; f > 0 {
 		k := cfg.Kernel
 		spread := int64((math.Log2(float64(procs)) + math.Log(float64(procs))) * float64(p.DealInterval))
-		w, s := res.CPU[Low], k.Span+k.Forks*(p.DealInterval+res.Gap)+k.Barriers*spread
+		w, s := res.CPU[Low], k.Span+k.Forks*(p.Interrupt+res.Gap+p.DealInterval)+k.Barriers*spread
 		out = append(out, Bound{
 			Name:  "Theorem 2 (stretch): kernel time",
 			Value: res.Time,
@@ -97,7 +98,7 @@ func Check(cfg Config, res *Result) []Bound {
 		for i, a := range res.Pending {
 			out = append(out, Bound{
 				Name:  fmt.Sprintf("Theorem 3 (response): interactive thread %d, unfinished", len(arrivals)+i),
-				Value: res.Time - a,
+				Value: res.Time + cfg.Lead - a,
 				Limit: int64(float64(int64(len(res.Pending)-i)*cfg.EchoWork/procs+cfg.EchoWork)/f) + p.Quantum + slack,
 			})
 		}
