@@ -78,8 +78,8 @@ type SimRecord struct {
 	Bounds int    `json:"bounds_checked,omitempty"`
 	Digest string `json:"digest,omitempty"`
 	// The calibration: costs simulated with, and measured in this run.
-	Costs    *sim.Costs `json:"costs,omitempty"`
-	Grain    *sim.Grain `json:"grain,omitempty"`
+	Costs         *sim.Costs `json:"costs,omitempty"`
+	Grain         *sim.Grain `json:"grain,omitempty"`
 	Measured      *sim.Costs `json:"measured_costs,omitempty"`
 	MeasuredGrain *sim.Grain `json:"measured_grain,omitempty"`
 }
