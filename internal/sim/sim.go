@@ -100,8 +100,11 @@ type Result struct {
 	// point.
 	Gap int64
 	// CPU is the processor time spent on each priority (High, Medium, Low),
-	// runtime operations included.
-	CPU [3]int64
+	// runtime operations included; Detached is the time threads computed
+	// after their token was revoked (on processors beyond P, as the runtime
+	// finds them a Go P of their own), which CPU does not count.
+	CPU      [3]int64
+	Detached [3]int64
 	// Idle is the processor time with no thread running, over P·Time.
 	Idle float64
 	// Counters over the whole run, summed over the workers.

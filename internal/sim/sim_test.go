@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // kernel builds a kernel of about perWorker of work per worker.
@@ -83,7 +85,7 @@ func TestTheorems(t *testing.T) {
 				for _, b := range bounds {
 					assert.True(t, b.Holds(), "%s P=%d %v: %v", name, procs, c, b)
 				}
-				assert.GreaterOrEqual(t, res.CPU[Low], k.Work, "%s P=%d %v: the kernel's work was all done", name, procs, c)
+				assert.GreaterOrEqual(t, res.CPU[Low]+res.Detached[Low], k.Work, "%s P=%d %v: the kernel's work was all done", name, procs, c)
 			}
 		}
 	}
@@ -154,4 +156,28 @@ func TestKernelSizes(t *testing.T) {
 	}
 	_, err := NewKernel("strassen", 1, DefaultGrain(), DefaultCosts())
 	assert.Error(t, err)
+}
+
+// Threads that compute for 20 ms without a preemption point (library
+// calls) hold every worker: an interactive thread takes a stale worker's
+// token (revocation) instead of waiting for a call to end.
+func TestStallRescue(t *testing.T) {
+	const procs = 4
+	calls := make([]Node, procs)
+	for i := range calls {
+		calls[i] = Node{Shape: work{}, A: 20e6}
+	}
+	root := Node{Shape: fanout(calls)}
+	m := workSpan(root, DefaultCosts())
+	k := &Kernel{Name: "stall", Root: root, Work: m.work, Span: m.span, Forks: m.forks}
+	cfg := loaded(k, procs, [3]float64{50, 0, 50}, 5)
+	cfg.Sink = false
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	assert.Positive(t, res.Rescues, "tokens were revoked")
+	require.NotEmpty(t, res.Responses)
+	for _, r := range res.Responses {
+		assert.Less(t, r, int64(policy.StallTicks+2)*DefaultParams().Interrupt, "an interactive thread waited for a library call")
+	}
+	assert.Empty(t, Violations(cfg, res))
 }

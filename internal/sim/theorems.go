@@ -24,7 +24,8 @@ import (
 // a push rumour: log2 P + ln P deal intervals to reach all P (Pittel, 1987).
 //
 //   Theorem 2 (stretch). The kernel, all at priority lo with F(lo) > 0,
-//   work W (processor time it took, runtime operations included), span S,
+//   work W (processor time it took, runtime operations and detached
+//   computing included), span S,
 //   fork depth d and b barriers, with
 //   S' = S + d·(I + G + δ) + b·(log2 P + ln P)·δ:
 //
@@ -65,7 +66,7 @@ func Check(cfg Config, res *Result) []Bound {
 	if f := cfg.Criterion[Low] / total; f > 0 {
 		k := cfg.Kernel
 		spread := int64((math.Log2(float64(procs)) + math.Log(float64(procs))) * float64(p.DealInterval))
-		w, s := res.CPU[Low], k.Span+k.Forks*(p.Interrupt+res.Gap+p.DealInterval)+k.Barriers*spread
+		w, s := res.CPU[Low]+res.Detached[Low], k.Span+k.Forks*(p.Interrupt+res.Gap+p.DealInterval)+k.Barriers*spread
 		out = append(out, Bound{
 			Name:  "Theorem 2 (stretch): kernel time",
 			Value: res.Time,

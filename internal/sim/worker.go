@@ -421,7 +421,12 @@ func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
 	g.detachedFrom, g.detBusy = w, busy
 	w.gen++ // the goroutine's pending event is now the detached one's
 	s.clock.at(event{t: g.segEnd, kind: evDetached, g: g})
-	w.t = max(now, w.t)
+	w.t = now // its pending event, at the segment's end, is the detached goroutine's now
+	for i, r := range s.rank {
+		if r == w.cur {
+			s.res.Detached[i] += g.segEnd - now
+		}
+	}
 	g.promoteAll(w)
 	w.g = nil
 	w.stats.rescues++
