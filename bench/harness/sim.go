@@ -44,7 +44,7 @@ const (
 
 // SimRecord holds what one simulated setting measured; it is part of a
 // Record of kind "sim" or "sim-wta" (its fields appear in the record's
-// JSON), or of kind "sim-calibration" (Costs, Grain and Measured only).
+// JSON).
 type SimRecord struct {
 	// Stretch is the kernel's time loaded over its time alone, Expected
 	// the criterion's 1/F(low) ("sim" only).
@@ -53,17 +53,17 @@ type SimRecord struct {
 	// Response times of the interactive threads, in virtual µs and in
 	// rounds of the quantum.
 	ResponseP50us     float64 `json:"response_p50_us,omitempty"`
-	ResponseP99us     float64 `json:"response_p99_us,omitempty"`
+	ResponseP99us     float64 `json:"response_p99_us"`
 	ResponseP99Rounds float64 `json:"response_p99_rounds,omitempty"`
 	Responses         int     `json:"responses,omitempty"`
 	// IdleFraction is the processor time with nothing running, over P times
 	// the kernel's time, in the loaded run; AloneIdle in the run alone.
-	IdleFraction float64 `json:"idle_fraction,omitempty"`
+	IdleFraction float64 `json:"idle_fraction"`
 	AloneIdle    float64 `json:"alone_idle_fraction,omitempty"`
 	// Speedup is the kernel's work over its time alone; BoundSpeedup the
 	// work/span bound min(P, W/S).
-	Speedup      float64 `json:"speedup,omitempty"`
-	BoundSpeedup float64 `json:"bound_speedup,omitempty"`
+	Speedup      float64 `json:"speedup"`
+	BoundSpeedup float64 `json:"bound_speedup"`
 	// Deals and requests per round of the quantum, over all workers.
 	DealsPerRound    float64 `json:"deals_per_round,omitempty"`
 	RequestsPerRound float64 `json:"requests_per_round,omitempty"`
@@ -77,7 +77,11 @@ type SimRecord struct {
 	// of which held; Digest sums up the loaded run's event log.
 	Bounds int    `json:"bounds_checked,omitempty"`
 	Digest string `json:"digest,omitempty"`
-	// The calibration: costs simulated with, and measured in this run.
+}
+
+// SimCalibration is the record of kind "sim-calibration": the costs
+// simulated with, and the same costs measured in this run.
+type SimCalibration struct {
 	Costs         *sim.Costs `json:"costs,omitempty"`
 	Grain         *sim.Grain `json:"grain,omitempty"`
 	Measured      *sim.Costs `json:"measured_costs,omitempty"`
@@ -231,7 +235,7 @@ func (s *suite) simSteps(add func(run func() (*Record, error), format string, a 
 		}
 		r.once.Do(r.start) // after the calibration, which must not share the processors
 		costs, defGrain := sim.DefaultCosts(), sim.DefaultGrain()
-		return &Record{Kind: kindSimCosts, SimRecord: &SimRecord{Costs: &costs, Grain: &defGrain, Measured: &measured, MeasuredGrain: &grain}}, nil
+		return &Record{Kind: kindSimCosts, SimCalibration: &SimCalibration{Costs: &costs, Grain: &defGrain, Measured: &measured, MeasuredGrain: &grain}}, nil
 	}, "sim calibration")
 	for _, name := range s.cfg.simKernels() {
 		for _, p := range s.cfg.Procs {
@@ -337,7 +341,7 @@ func simSections(res *Results) []Section {
 			}
 		}
 	}
-	sc := cal.SimRecord
+	sc := cal.SimCalibration
 	costs := table{head: []string{"cost (ns)", "simulated", "measured now"}}
 	for _, row := range [][3]any{
 		{"fork (lazy push)", sc.Costs.Spawn, sc.Measured.Spawn}, {"join (inline take)", sc.Costs.Join, sc.Measured.Join},

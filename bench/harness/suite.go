@@ -54,8 +54,9 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
-	// SimRecord holds what the sim experiment measured.
+	// SimRecord and SimCalibration hold what the sim experiment measured.
 	*SimRecord
+	*SimCalibration
 }
 
 // Results are the records of a suite run and the configuration that made
