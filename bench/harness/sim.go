@@ -36,7 +36,7 @@ const (
 // work per worker (weak scaling, so that every P sees tens of rounds) and
 // interactive threads of simEchoWork each arriving at simRate per second.
 const (
-	simPerWorker = 30 * time.Millisecond
+	simPerWorker = 50 * time.Millisecond
 	simRate      = 2000
 	simEchoWork  = 20 * time.Microsecond
 	simSeed      = 2019
