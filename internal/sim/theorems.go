@@ -47,6 +47,7 @@ type Bound struct {
 // Holds reports whether the inequality holds.
 func (b Bound) Holds() bool { return b.Value <= b.Limit }
 
+// String writes the inequality in milliseconds.
 func (b Bound) String() string {
 	return fmt.Sprintf("%s: %.3f ms ≤ %.3f ms", b.Name, float64(b.Value)/1e6, float64(b.Limit)/1e6)
 }

@@ -199,7 +199,7 @@ func (w *vworker) next() (item, bool) {
 // choose is worker.choose over policy.Choose.
 func (w *vworker) choose(cur int) int {
 	top := max(w.highest(), cur)
-	r, donating := policy.Choose(top, w.primary, cur, w.banks[max(w.primary, 0)].Len(), w.mayBorrow)
+	r, donating := policy.Choose(top, w.primary, cur, w.banks[w.primary].Len(), w.mayBorrow)
 	if donating {
 		w.open(w.primary)
 		if !w.asked {

@@ -168,6 +168,7 @@ const FibLeafN = 16
 // costs its share of a fib(FibLeafN) by call count.
 type fib struct{ g Grain }
 
+// Expand is a call of fib.
 func (f fib) Expand(n Node, buf []Node) Step {
 	if n.A <= FibLeafN {
 		return Step{Pre: max(1, f.g.FibLeaf*fibCalls(n.A)/fibCalls(FibLeafN))}
@@ -199,6 +200,7 @@ type uts struct {
 	limit int64
 }
 
+// Expand is a node of the tree.
 func (u uts) Expand(n Node, buf []Node) Step {
 	k := utsChildren(n.ID, n.A, u.limit)
 	st := Step{Pre: u.g.UTSNode}
@@ -211,6 +213,7 @@ func (u uts) Expand(n Node, buf []Node) Step {
 // utsRange forks the children [B, C) of node ID at depth A.
 type utsRange struct{ u uts }
 
+// Expand halves the range of children, down to one.
 func (r utsRange) Expand(n Node, buf []Node) Step {
 	if n.C-n.B == 1 {
 		return Step{Kids: append(buf, Node{Shape: r.u, A: n.A + 1, ID: mix(n.ID ^ uint64(n.B+1)*0xd1b54a32d192ed03)})}
@@ -247,6 +250,7 @@ type loop struct{}
 // points of a long leaf.
 const strideLen = 1 << 13
 
+// Expand halves the loop, down to one iteration.
 func (loop) Expand(n Node, buf []Node) Step {
 	if n.B-n.A > 1 {
 		mid := (n.A + n.B) / 2
@@ -269,6 +273,7 @@ func stride(elems, cost int64) Step {
 // index of the phase to run.
 type phases []Node
 
+// Expand runs phase A, then goes on with the next.
 func (p phases) Expand(n Node, buf []Node) Step {
 	st := Step{Kids: append(buf, p[n.A])}
 	if int(n.A)+1 < len(p) {
@@ -280,6 +285,7 @@ func (p phases) Expand(n Node, buf []Node) Step {
 // work is a node of sequential work of A nanoseconds.
 type work struct{}
 
+// Expand is the work.
 func (work) Expand(n Node, _ []Node) Step { return Step{Pre: n.A} }
 
 // parallel gives a loop of iterations of elems elements costing cost each,
@@ -353,11 +359,13 @@ func sinkRoot(procs int, c Costs) Node {
 // fanout forks all its kids.
 type fanout []Node
 
+// Expand forks the kids.
 func (f fanout) Expand(Node, []Node) Step { return Step{Kids: f} }
 
 // spinner computes chunk nanoseconds and yields, for ever.
 type spinner struct{ chunk int64 }
 
+// Expand computes a chunk, yields and starts again.
 func (s spinner) Expand(n Node, _ []Node) Step { return Step{Pre: s.chunk, Next: &n, Yield: true} }
 
 // echoNode is an interactive thread: work nanoseconds, no forks.
