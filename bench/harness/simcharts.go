@@ -2,9 +2,12 @@ package harness
 
 import (
 	"fmt"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/fairlyprompt/fairly/internal/sim"
 )
 
 // The sim experiment's charts: one point per kernel, criterion and
@@ -83,7 +86,7 @@ func drawSimStretch(res *Results, kernels []string, path string) error {
 
 func drawSimResponse(res *Results, kernels []string, path string) error {
 	p := logPlot("Simulated response of the top priority, p99\none deterministic run per point",
-		"P (virtual workers)", "p99 response time (rounds of 5 ms)")
+		"P (virtual workers)", fmt.Sprintf("p99 response time (rounds of %v)", time.Duration(sim.DefaultParams().Quantum)))
 	series := simPerKernel(res, kernels, kindSim, res.Criteria, byCriterion, func(r *SimRecord) float64 { return r.ResponseP99Rounds })
 	series = append(series, simPerKernel(res, kernels, kindSimWTA, []Criterion{simWTA}, byCriterion, func(r *SimRecord) float64 { return r.ResponseP99Rounds })...)
 	return drawSim(res, p, series, []refLine{{y: 2, label: "goal: p99 ≤ 2 rounds", style: dashed}}, 2.2, path)
