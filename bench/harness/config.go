@@ -70,6 +70,11 @@ const (
 // Experiments lists the experiment names in the order of the report.
 var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fig8", "fig9", "stall"}
 
+// OptionalExperiments run only when named: they are not part of the
+// default suite ("all"), which must stay short. http: an endpoint beside a
+// batch (http.go); sim: the scheduler simulated at P = 2 to 128 (sim.go).
+var OptionalExperiments = []string{"http", "sim"}
+
 // Criterion is a three-priority fairness criterion in percent: the shares
 // of the high, medium and low priorities.
 type Criterion [3]float64
@@ -191,10 +196,10 @@ func (c *Config) Validate() error {
 			return badConfig("processor count %d is not in 1..%d", p, MaxProcs)
 		}
 	}
-	if c.needs("table1", "table2", "table3", "table4", "fig8") && len(c.Kernels) == 0 {
+	if c.needs("table1", "table2", "table3", "table4", "fig8", "sim") && len(c.Kernels) == 0 {
 		return badConfig("no kernel chosen")
 	}
-	if c.needs("table1", "table4", "fig8") && len(c.Criteria) == 0 {
+	if c.needs("table1", "table4", "fig8", "sim") && len(c.Criteria) == 0 {
 		return badConfig("no criterion chosen")
 	}
 	for _, s := range c.Shares {

@@ -40,10 +40,6 @@ import (
 
 const kindHTTP = "http"
 
-// OptionalExperiments run only when named: they are not part of the
-// default suite ("all"), which must stay short.
-var OptionalExperiments = []string{"http"}
-
 // Systems of the http experiment.
 const (
 	sysNetHTTP    = "net/http"

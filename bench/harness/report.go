@@ -75,13 +75,16 @@ func Sections(res *Results) []Section {
 	}
 	var out []Section
 	for _, name := range slices.Concat(Experiments, OptionalExperiments) {
-		for _, e := range res.Experiments {
-			if e == name {
-				s := build[name](res)
-				s.Name = name
-				out = append(out, s)
-			}
+		if !slices.Contains(res.Experiments, name) {
+			continue
 		}
+		if name == "sim" { // several sections
+			out = append(out, simSections(res)...)
+			continue
+		}
+		s := build[name](res)
+		s.Name = name
+		out = append(out, s)
 	}
 	return out
 }

@@ -56,6 +56,9 @@ type Record struct {
 	Echo *driver.Result `json:"echo,omitempty"`
 	// Throughput is the http experiment's batch: fib computed per second.
 	Throughput float64 `json:"throughput,omitempty"`
+	// SimRecord and SimCalibration hold what the sim experiment measured.
+	*SimRecord
+	*SimCalibration
 }
 
 // Results are the records of a suite run and the configuration that made
@@ -192,6 +195,9 @@ func (s *suite) plan() []step {
 	}
 	if cfg.needs("http") {
 		steps = append(steps, s.httpSteps()...)
+	}
+	if cfg.needs("sim") {
+		s.simSteps(add)
 	}
 	if cfg.needs("fig9") {
 		for _, p := range cfg.Procs {

@@ -1,0 +1,208 @@
+// Package policy holds the pure decisions of fairly's scheduler: the ones
+// that the runtime and the simulator (internal/sim) must take alike, so that
+// what the simulator shows at 128 workers is what the runtime would do. A
+// decision here reads only its arguments: no clock, no shared memory, no
+// random generator of its own.
+//
+// Ranks are priority ranks as in package fairness (0 the lowest); NoRank
+// stands for "no rank" (the scheduling loop between threads, or idle).
+package policy
+
+import "github.com/fairlyprompt/fairly/fairness"
+
+// NoRank is not a rank: nothing runs, or no rank has work.
+const NoRank = -1
+
+// AlignedPrimary is the primary rank of aligned round k (the round holding
+// time kQ to (k+1)Q on every worker) under criterion c with ranks ranks and
+// the runtime's seed. It walks a golden-ratio (Weyl) sequence through the
+// cumulative shares, so that every window of n rounds gives rank r about
+// n·F(r) rounds, up to a small constant; random draws would stray by √n.
+// A rank with no share is never primary.
+func AlignedPrimary(c *fairness.Criterion, seed, k uint64, ranks int) int {
+	u := float64((seed+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+	sum := 0.0
+	for r := range ranks {
+		sum += c.ShareByRank(r)
+		if u < sum && c.ShareByRank(r) > 0 {
+			return r
+		}
+	}
+	return ranks - 1
+}
+
+// RoundOf is the number of the aligned round that holds time now, and
+// RoundEnd when that round ends, for quantum q (all in nanoseconds).
+func RoundOf(now, q int64) uint64 { return uint64(now / q) }
+
+// RoundEnd is when the aligned round holding time now ends, for quantum q.
+func RoundEnd(now, q int64) int64 { return (now/q + 1) * q }
+
+// DefaultBudget is the prompt budget of a round of quantum q when the
+// configuration gives none: a twentieth, so that a priority that borrows
+// all the time stretches the primary one by at most 1/(1-0.05).
+func DefaultBudget(q int64) int64 { return q / 20 }
+
+// Choose is the worker's choice of the rank to run. top is the highest rank
+// with work, counting the running thread's rank cur (NoRank if none runs);
+// primary is the round's primary rank and primaryLen how many threads its
+// bank holds. It returns the primary rank when that has work, unless top is
+// higher and borrow(top) says top may borrow (it has a share of its own and
+// the round's prompt budget is not spent: see MayBorrow); else top
+// (donation). donating reports that the primary rank has no work: the
+// worker then opens its primary mailbox and asks for work of that rank.
+// borrow is called only when its answer matters, since it may read a clock.
+func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank int, donating bool) {
+	if top < 0 {
+		return NoRank, false
+	}
+	if primary != cur && primaryLen == 0 {
+		return top, true
+	}
+	if top > primary && borrow(top) {
+		return top, false
+	}
+	return primary, false
+}
+
+// MayBorrow reports whether the round's prompt budget has time left:
+// borrowed is the time already spent this round above the primary rank,
+// and running says the worker runs such a rank now, since since (both at
+// now, in nanoseconds).
+func MayBorrow(borrowed, budget int64, running bool, since, now int64) bool {
+	if running {
+		borrowed += now - since
+	}
+	return borrowed < budget
+}
+
+// Keep is how many threads a deal of bank r must leave to its sender: the
+// youngest, when r is the rank next the sender runs next and that thread is
+// not the running one (rank cur), since a worker never deals the thread it
+// is about to run (invariant D1 of docs/design.md).
+func Keep(r, next, cur int) int {
+	if r == next && r != cur {
+		return 1
+	}
+	return 0
+}
+
+// Victim picks a worker other than self among n > 1 from a random number.
+func Victim(random uint64, self, n int) int {
+	return int(random%uint64(n-1)+uint64(self)+1) % n
+}
+
+// anyRank marks a request that work of any rank answers.
+const anyRank = 1 << 30
+
+// Request encodes a request for work of rank r in a request cell's rank
+// field; anything says the asker is idle and takes any rank.
+func Request(r int, anything bool) int {
+	if anything {
+		r |= anyRank
+	}
+	return r
+}
+
+// RequestedRank decodes a request made by Request.
+func RequestedRank(req int) (r int, anything bool) {
+	return req &^ anyRank, req&anyRank != 0
+}
+
+// RequestOrder appends to dst the ranks a worker offers, one after the
+// other until a deal succeeds, to a worker that asked for rank r: r itself,
+// and for an idle asker (anything) the rank cur the sender runs, then every
+// rank from top down.
+func RequestOrder(dst []int, r int, anything bool, cur, top int) []int {
+	dst = append(dst, r)
+	if !anything {
+		return dst
+	}
+	dst = append(dst, cur)
+	for x := top; x >= 0; x-- {
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+// OfferOrder appends to dst the ranks of a random deal to a worker whose
+// primary rank is targetPrimary: that rank first (the work it is supposed
+// to run this round and may be missing), then the rank cur the sender runs
+// (the paper's choice).
+func OfferOrder(dst []int, targetPrimary, cur int) []int {
+	return append(dst, targetPrimary, cur)
+}
+
+// Steering scores: a thread arriving from outside the workers goes to the
+// worker of the highest score (see SteerScore).
+const (
+	scoreDonating = 4000   // primary is the thread's rank and runs another
+	scoreAsleep   = 3000   // sleeps
+	scorePrimary  = 2000   // primary is the thread's rank
+	scoreStale    = -10000 // no preemption point for the stale bound
+	// revokeBelow: a best score below it means every candidate is stale,
+	// so the chosen worker's token is revoked.
+	revokeBelow = -5000
+)
+
+// SteerScore rates a worker as the destination of a thread of rank r that
+// arrives from outside the workers (a submission, a resumed thread): one
+// whose primary rank is r and that runs another rank (or nothing) first,
+// then a sleeping one, then one with primary r, lower running ranks before
+// higher ones; a worker that passed no preemption point for the stale bound
+// comes last. running is the rank it runs (NoRank for none).
+func SteerScore(r, running, primary int, asleep, stale bool) int {
+	score := -running
+	switch {
+	case primary == r && running != r:
+		score += scoreDonating
+	case asleep:
+		score += scoreAsleep
+	case primary == r:
+		score += scorePrimary
+	}
+	if !asleep && stale {
+		score += scoreStale
+	}
+	return score
+}
+
+// SteerRevokes reports whether the best steering score says every worker is
+// stale: the chosen one's token is then revoked for the arriving thread.
+func SteerRevokes(best int) bool { return best < revokeBelow }
+
+// Watchdog verdicts on a worker that passed no preemption point for some
+// ticks.
+const (
+	Wait          = iota // leave it
+	RevokeBusy           // revoke: someone waits, and its thread may compute
+	RevokeBlocked        // revoke: nobody waits, but a whole round went by (it is blocked, most likely)
+)
+
+// StallTicks is how many ticks without a preemption point the watchdog
+// waits before it acts.
+const StallTicks = 2
+
+// RoundTicks is how many ticks of interrupt fit a round of quantum q, at
+// least StallTicks.
+func RoundTicks(q, interrupt int64) int { return max(StallTicks, int(q/interrupt)) }
+
+// Watchdog decides about a worker that passed no preemption point for ticks
+// ticks: demand says somebody waits for it (threads queued on it, a
+// request, an idle worker, the end of its round).
+func Watchdog(ticks, roundTicks int, demand bool) int {
+	switch {
+	case ticks < StallTicks:
+		return Wait
+	case demand:
+		return RevokeBusy
+	case ticks >= roundTicks:
+		return RevokeBlocked
+	}
+	return Wait
+}
+
+// Promote reports whether a heartbeat promotes the oldest lazy fork of the
+// running goroutine into its bank: with two workers or more, when the bank
+// of its rank holds no live thread, so that a deal or request finds work.
+func Promote(workers int, bankLive bool) bool { return workers >= 2 && !bankLive }

@@ -1,0 +1,146 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+// criterion gives a three-rank criterion (low, mid, high) with the given
+// weights, high first as the benchmarks write them.
+func criterion(t *testing.T, hi, mid, lo float64) *fairness.Criterion {
+	t.Helper()
+	o := fairness.NewOrder()
+	l, m, h := o.New("lo"), o.New("mid"), o.New("hi")
+	require.NoError(t, o.Less(l, m))
+	require.NoError(t, o.Less(m, h))
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{h: hi, m: mid, l: lo})
+	require.NoError(t, err)
+	return c
+}
+
+// Every window of rounds gives each rank its share up to a small constant,
+// and a rank with no share is never primary.
+func TestAlignedPrimaryShares(t *testing.T) {
+	c := criterion(t, 50, 0, 50)
+	ranks := c.Len()
+	for _, seed := range []uint64{1, 42, 0xdeadbeef} {
+		counts := make([]int, ranks)
+		for k := range uint64(1000) {
+			counts[AlignedPrimary(c, seed, k, ranks)]++
+		}
+		for r := range ranks {
+			want := 1000 * c.ShareByRank(r)
+			assert.LessOrEqual(t, math.Abs(float64(counts[r])-want), 3.0, "seed %d rank %d: %d rounds, want %.0f", seed, r, counts[r], want)
+		}
+	}
+}
+
+func TestRounds(t *testing.T) {
+	assert.Equal(t, uint64(2), RoundOf(10_500, 5_000))
+	assert.Equal(t, int64(15_000), RoundEnd(10_500, 5_000))
+	assert.Equal(t, int64(15_000), RoundEnd(10_000, 5_000), "a round that starts now ends a quantum later")
+	assert.Equal(t, int64(250_000), DefaultBudget(5_000_000))
+}
+
+func TestChoose(t *testing.T) {
+	yes := func(int) bool { return true }
+	no := func(int) bool { return false }
+	never := func(int) bool { t.Fatal("borrow asked when its answer does not matter"); return false }
+	for _, c := range []struct {
+		name                       string
+		top, primary, cur, primLen int
+		borrow                     func(int) bool
+		rank                       int
+		donating                   bool
+	}{
+		{"nothing", NoRank, 1, NoRank, 0, never, NoRank, false},
+		{"primary has work", 1, 1, NoRank, 3, never, 1, false},
+		{"primary runs now", 1, 1, 1, 0, never, 1, false},
+		{"donate to the highest", 2, 0, NoRank, 0, never, 2, true},
+		{"borrow up", 2, 0, 0, 1, yes, 2, false},
+		{"budget spent", 2, 0, 0, 1, no, 0, false},
+		{"lower work waits", 0, 1, 1, 0, never, 1, false},
+	} {
+		r, d := Choose(c.top, c.primary, c.cur, c.primLen, c.borrow)
+		assert.Equal(t, c.rank, r, c.name)
+		assert.Equal(t, c.donating, d, c.name)
+	}
+}
+
+func TestMayBorrow(t *testing.T) {
+	assert.True(t, MayBorrow(100, 250, false, 0, 10_000), "not running above the primary: only what was spent counts")
+	assert.True(t, MayBorrow(100, 250, true, 1_000, 1_100))
+	assert.False(t, MayBorrow(100, 250, true, 1_000, 1_150), "the running stretch counts")
+}
+
+func TestKeep(t *testing.T) {
+	assert.Equal(t, 1, Keep(2, 2, 0), "the thread run next stays")
+	assert.Equal(t, 0, Keep(2, 2, 2), "the running thread is not in the bank")
+	assert.Equal(t, 0, Keep(1, 2, 0))
+}
+
+func TestVictim(t *testing.T) {
+	for n := 2; n <= 5; n++ {
+		for self := range n {
+			seen := make([]bool, n)
+			for x := range uint64(4 * n) {
+				v := Victim(x, self, n)
+				require.NotEqual(t, self, v)
+				seen[v] = true
+			}
+			assert.Equal(t, n-1, len(slices.DeleteFunc(seen, func(b bool) bool { return !b })), "every other worker is picked")
+		}
+	}
+}
+
+func TestRequest(t *testing.T) {
+	for _, r := range []int{0, 3, 1000} {
+		for _, any := range []bool{false, true} {
+			got, gotAny := RequestedRank(Request(r, any))
+			assert.Equal(t, r, got)
+			assert.Equal(t, any, gotAny)
+		}
+	}
+	assert.Equal(t, []int{1}, RequestOrder(nil, 1, false, 0, 2))
+	assert.Equal(t, []int{1, 0, 2, 1, 0}, RequestOrder(nil, 1, true, 0, 2))
+	assert.Equal(t, []int{2, 0}, OfferOrder(nil, 2, 0))
+}
+
+func TestSteer(t *testing.T) {
+	const r = 2
+	donating := SteerScore(r, 0, r, false, false)
+	asleep := SteerScore(r, NoRank, 0, true, false)
+	primary := SteerScore(r, r, r, false, false)
+	lowest := SteerScore(r, 0, 0, false, false)
+	higher := SteerScore(r, 1, 0, false, false)
+	stale := SteerScore(r, 0, r, false, true)
+	assert.Greater(t, donating, asleep)
+	assert.Greater(t, asleep, primary)
+	assert.Greater(t, primary, lowest)
+	assert.Greater(t, lowest, higher)
+	assert.Less(t, stale, higher)
+	assert.True(t, SteerRevokes(SteerScore(r, 0, 0, false, true)))
+	assert.False(t, SteerRevokes(lowest))
+}
+
+func TestWatchdog(t *testing.T) {
+	rt := RoundTicks(5_000_000, 1_000_000)
+	assert.Equal(t, 5, rt)
+	assert.Equal(t, StallTicks, RoundTicks(1, 1_000_000))
+	assert.Equal(t, Wait, Watchdog(1, rt, true))
+	assert.Equal(t, RevokeBusy, Watchdog(StallTicks, rt, true))
+	assert.Equal(t, Wait, Watchdog(StallTicks, rt, false))
+	assert.Equal(t, RevokeBlocked, Watchdog(rt, rt, false))
+}
+
+func TestPromote(t *testing.T) {
+	assert.False(t, Promote(1, false), "nobody to give it to")
+	assert.True(t, Promote(2, false))
+	assert.False(t, Promote(2, true), "the bank has work to give already")
+}

@@ -1,0 +1,358 @@
+// Package sim is a discrete-event simulator of fairly's scheduler: P
+// virtual workers on a virtual clock run thread DAGs with the runtime's own
+// banks (package bank), mailboxes and request cells (package mailbox),
+// criterion (package fairness) and scheduling decisions (internal/policy),
+// so that the algorithm can be watched at 16 to 128 workers on a machine
+// with two cores, apart from what Go's runtime and the hardware add.
+//
+// What is modelled rather than run: the time things take (thread work from
+// the kernels' shapes, the runtime's own operations from Costs), goroutines
+// (a virtual goroutine holds a thread's frames), and the network (an
+// interactive thread arrives when a Poisson process says so). See
+// docs/simulation.md.
+//
+// One seed gives one schedule: the simulator reads no clock, iterates no
+// map, and draws every random number from seeded PCG generators. Its event
+// log can be recorded and replayed, event by event (Replay).
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
+)
+
+// Params are the runtime's tunables, in virtual nanoseconds, as in
+// runtime.Config and its constants.
+type Params struct {
+	Quantum      int64 // round length (runtime.DefaultRoundQuantum)
+	DealInterval int64 // between two deals of a worker (runtime.DefaultDealInterval)
+	Interrupt    int64 // ticker period (runtime.Config.Interrupt)
+	Budget       int64 // prompt budget per round (default Quantum/20)
+	CheckEvery   int   // preemption points between two passes through the scheduler (runtime's checkEvery)
+	IdleSpin     int64 // how long an idle worker spins before it parks (runtime's idleSpin)
+	StaleAfter   int64 // without a preemption point, a worker is stale (runtime's staleAfter)
+	NoBorrow     bool  // Config.NoPromptBorrowing
+}
+
+// DefaultParams are the runtime's defaults.
+func DefaultParams() Params {
+	const us = 1000
+	q := int64(5000 * us)
+	return Params{
+		Quantum: q, DealInterval: 100 * us, Interrupt: 1000 * us, Budget: policy.DefaultBudget(q),
+		CheckEvery: 64, IdleSpin: 50 * us, StaleAfter: 250 * us,
+	}
+}
+
+// Config is one simulated run: a kernel at low priority, optionally a time
+// sink at medium priority and interactive threads at high priority, under a
+// three-priority criterion, as in fairbench's Table 1 and Table 3.
+type Config struct {
+	Procs int
+	// Criterion gives the weights of the high, medium and low priorities,
+	// as fairbench writes them (50-25-25).
+	Criterion [3]float64
+	// Kernel runs at low priority from time 0; the run ends when it ends.
+	Kernel *Kernel
+	// Sink runs a time sink at medium priority: 2P threads that compute
+	// forever, yielding between chunks, like fairbench's.
+	Sink bool
+	// Lead is how long the sink and the interactive arrivals run before
+	// the kernel is submitted, as fairbench starts them first; Result.Time
+	// counts from the kernel's submission.
+	Lead int64
+	// Rate is the rate of interactive arrivals (per virtual second) at high
+	// priority, each a thread of EchoWork nanoseconds; 0 for none.
+	Rate     float64
+	EchoWork int64
+	Seed     uint64
+	Params   Params
+	Costs    Costs
+	// Record keeps the event log in Result.Log (its digest is always kept).
+	Record bool
+	// Limit is the virtual time at which a run that has not ended fails (0:
+	// a thousand rounds).
+	Limit int64
+}
+
+// The three priorities' indices in Config.Criterion and Result.CPU.
+const (
+	High = iota
+	Medium
+	Low
+)
+
+// Result is what a run measured.
+type Result struct {
+	// Time is how long the kernel took, from its submission to its end.
+	Time int64
+	// Responses are the interactive threads' response times, arrival to
+	// end, and Arrivals their arrival times, in order of arrival; Pending
+	// are the arrival times of those that had not ended with the kernel.
+	Responses []int64
+	Arrivals  []int64
+	Pending   []int64
+	// Gap is the longest stretch of a thread's code without a preemption
+	// point.
+	Gap int64
+	// CPU is the processor time spent on each priority (High, Medium, Low),
+	// runtime operations included; Detached is the time threads computed
+	// after their token was revoked (on processors beyond P, as the runtime
+	// finds them a Go P of their own), which CPU does not count.
+	CPU      [3]int64
+	Detached [3]int64
+	// Idle is the processor time with no thread running, over P·Time.
+	Idle float64
+	// Counters over the whole run, summed over the workers.
+	Rounds, Deals, Requests, Donations, Preemptions, Promotions, Rescues int
+	// Events is how many events ran; Digest sums up the event log.
+	Events int
+	Digest uint64
+	Log    []Entry
+}
+
+// sim is one run in progress.
+type sim struct {
+	cfg     Config
+	p       Params
+	c       Costs
+	crit    *fairness.Criterion
+	rank    [3]int // rank of High, Medium, Low
+	ranks   int
+	clock   clock
+	log     log
+	workers []*vworker
+	steers  int
+	nextID  int64
+	arrive  *rand.Rand
+	res     Result
+	kernel  *vtask
+	done    bool
+	detTop  int // highest rank of a detached computing goroutine, policy.NoRank if none
+	ticks   []int
+	beats   []uint64
+}
+
+// Run simulates cfg.
+func Run(cfg Config) (*Result, error) {
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.run()
+}
+
+func newSim(cfg Config) (*sim, error) {
+	if cfg.Procs < 1 {
+		return nil, fmt.Errorf("sim: %d workers", cfg.Procs)
+	}
+	if cfg.Kernel == nil {
+		return nil, errors.New("sim: no kernel")
+	}
+	if cfg.Params == (Params{}) {
+		cfg.Params = DefaultParams()
+	}
+	if cfg.Costs == (Costs{}) {
+		cfg.Costs = DefaultCosts()
+	}
+	if cfg.Limit == 0 {
+		cfg.Limit = 1000 * cfg.Params.Quantum
+	}
+	o := fairness.NewOrder()
+	hi, mid, lo := o.New("interactive"), o.New("sink"), o.New("kernel")
+	if err := errors.Join(o.Less(lo, mid), o.Less(mid, hi)); err != nil {
+		return nil, err
+	}
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: cfg.Criterion[High], mid: cfg.Criterion[Medium], lo: cfg.Criterion[Low]})
+	if err != nil {
+		return nil, err
+	}
+	s := &sim{cfg: cfg, p: cfg.Params, c: cfg.Costs, crit: crit, ranks: crit.Len(), detTop: policy.NoRank,
+		arrive: rand.New(rand.NewPCG(cfg.Seed, 0xa77))}
+	for i, p := range []fairness.Priority{hi, mid, lo} {
+		s.rank[i], _ = o.Rank(p)
+	}
+	s.log.keep = cfg.Record
+	s.workers = make([]*vworker, cfg.Procs)
+	for i := range s.workers {
+		s.workers[i] = newWorker(s, i)
+	}
+	s.ticks = make([]int, cfg.Procs)
+	s.beats = make([]uint64, cfg.Procs)
+	return s, nil
+}
+
+func (s *sim) run() (*Result, error) {
+	if s.cfg.Sink {
+		s.submit(s.rank[Medium], sinkRoot(s.cfg.Procs, s.c), 0)
+	}
+	s.clock.at(event{t: s.cfg.Lead, kind: evKernel})
+	if s.cfg.Rate > 0 {
+		s.clock.at(event{t: s.nextArrival(0), kind: evArrive})
+	}
+	s.clock.at(event{t: s.p.Interrupt, kind: evTick})
+	for !s.done {
+		e, ok := s.clock.pop()
+		if !ok {
+			return nil, errors.New("sim: no event left before the kernel ended (a lost thread)")
+		}
+		if e.t > s.cfg.Lead+s.cfg.Limit {
+			return nil, fmt.Errorf("sim: the kernel did not end within %d virtual ms", s.cfg.Limit/1e6)
+		}
+		switch e.kind {
+		case evWorker:
+			w := s.workers[e.w]
+			if e.gen != w.gen {
+				continue // cancelled by a revocation
+			}
+			w.step(e.t)
+		case evArrive:
+			s.arrival(e.t)
+		case evTick:
+			s.tick(e.t)
+		case evDetached:
+			s.reattach(e.g, e.t)
+		case evKernel:
+			s.kernel = s.submit(s.rank[Low], s.cfg.Kernel.Root, e.t)
+			s.log.add(Entry{T: e.t, Kind: evKernel, Worker: -1, Rank: int32(s.kernel.rank), Thread: s.kernel.id})
+		}
+		if s.log.err != nil {
+			return nil, s.log.err
+		}
+	}
+	s.finish()
+	return &s.res, nil
+}
+
+// submit steers a new root thread of rank r and node n into the workers,
+// as Runtime.Submit does.
+func (s *sim) submit(r int, n Node, now int64) *vtask {
+	t := s.newTask(r, 0, n)
+	t.arrived = now
+	s.steer(item{t: t}, now)
+	return t
+}
+
+func (s *sim) newTask(r int, depth int32, n Node) *vtask {
+	s.nextID++
+	return &vtask{id: s.nextID, rank: r, depth: depth, node: n}
+}
+
+// nextArrival draws the time of the next interactive arrival after now.
+func (s *sim) nextArrival(now int64) int64 {
+	return now + max(1, int64(s.arrive.ExpFloat64()/s.cfg.Rate*1e9))
+}
+
+func (s *sim) arrival(now int64) {
+	t := s.newTask(s.rank[High], 0, echoNode(s.cfg.EchoWork))
+	t.arrived, t.interactive = now, true
+	t.index = len(s.res.Arrivals)
+	s.res.Arrivals = append(s.res.Arrivals, now)
+	s.res.Responses = append(s.res.Responses, -1)
+	w := s.steer(item{t: t}, now)
+	s.log.add(Entry{T: now, Kind: evArrive, Worker: int32(w), Rank: int32(t.rank), Thread: t.id})
+	s.clock.at(event{t: s.nextArrival(now), kind: evArrive})
+}
+
+// steer gives a thread from outside the workers to the one that can run it
+// soonest (Runtime.steer), revoking that worker's token when every
+// candidate is stale; it returns the worker's index.
+func (s *sim) steer(it item, now int64) int {
+	start := s.steers
+	s.steers++
+	var best *vworker
+	bestScore := 0
+	for i := range s.workers {
+		w := s.workers[(start+1+i)%len(s.workers)]
+		score := policy.SteerScore(it.t.rank, w.cur, w.primary, w.asleep, now-w.lastService >= s.p.StaleAfter)
+		if best == nil || score > bestScore {
+			best, bestScore = w, score
+		}
+	}
+	best.give(it, now)
+	if policy.SteerRevokes(bestScore) {
+		s.revoke(best, it.t.rank, true, now)
+	}
+	return best.id
+}
+
+// tick is the ticker and the watchdog (runtime/ticker.go): raise every busy
+// worker's attention; revoke the token of a worker that passed no
+// preemption point for policy.StallTicks ticks when somebody waits for it,
+// or for a whole round.
+func (s *sim) tick(now int64) {
+	idle := false
+	for _, w := range s.workers {
+		idle = idle || w.asleep
+	}
+	roundTicks := policy.RoundTicks(s.p.Quantum, s.p.Interrupt)
+	revoked := int32(-1)
+	for i, w := range s.workers {
+		if w.asleep {
+			s.ticks[i] = 0
+			continue
+		}
+		w.attn = true
+		if w.beat != s.beats[i] || w.g == nil {
+			s.beats[i], s.ticks[i] = w.beat, 0
+			continue
+		}
+		s.ticks[i]++
+		demand := idle || len(w.inbox) > 0 || w.mailFlag || w.requests.Pending() || w.highest() >= 0 || w.g.lazyLive() ||
+			now >= w.nextRound
+		switch policy.Watchdog(s.ticks[i], roundTicks, demand) {
+		case policy.RevokeBusy:
+			if s.revoke(w, aboveAll, true, now) {
+				revoked = int32(i)
+			}
+		case policy.RevokeBlocked:
+			if s.revoke(w, aboveAll, false, now) {
+				revoked = int32(i)
+			}
+		}
+	}
+	s.log.add(Entry{T: now, Kind: evTick, Worker: revoked, Rank: -1})
+	s.clock.at(event{t: now + s.p.Interrupt, kind: evTick})
+}
+
+// aboveAll is above every rank: the watchdog revokes whatever runs.
+const aboveAll = 1 << 30
+
+// finish sums up the run.
+func (s *sim) finish() {
+	end := s.kernel.finished
+	s.res.Time = end - s.cfg.Lead
+	var busy int64
+	for _, w := range s.workers {
+		w.charge(end)
+		for i, r := range s.rank {
+			s.res.CPU[i] += w.cpu[r]
+			busy += w.cpu[r]
+		}
+		st := &w.stats
+		s.res.Rounds += st.rounds
+		s.res.Deals += st.deals
+		s.res.Requests += st.requests
+		s.res.Donations += st.donations
+		s.res.Preemptions += st.preemptions
+		s.res.Promotions += st.promotions
+		s.res.Rescues += st.rescues
+	}
+	s.res.Idle = 1 - float64(busy)/float64(end*int64(len(s.workers))) // over the whole run, lead included
+	var rs, as []int64
+	for i, r := range s.res.Responses {
+		if r < 0 {
+			s.res.Pending = append(s.res.Pending, s.res.Arrivals[i])
+			continue
+		}
+		rs, as = append(rs, r), append(as, s.res.Arrivals[i])
+	}
+	s.res.Responses, s.res.Arrivals = rs, as
+	s.res.Events = s.log.n
+	s.res.Digest = s.log.digest
+	s.res.Log = s.log.entries
+}

@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
+)
+
+// kernel builds a kernel of about perWorker of work per worker.
+func kernel(t testing.TB, name string, procs int, perWorker int64) *Kernel {
+	t.Helper()
+	k, err := NewKernel(name, int64(procs)*perWorker, DefaultGrain(), DefaultCosts())
+	require.NoError(t, err)
+	return k
+}
+
+func loaded(k *Kernel, procs int, c [3]float64, seed uint64) Config {
+	return Config{Procs: procs, Criterion: c, Kernel: k, Sink: c[Medium] > 0 || c[Low] < 100,
+		Rate: 2000, EchoWork: 20_000, Seed: seed, Lead: DefaultParams().Quantum}
+}
+
+// recorded runs cfg keeping its event log.
+func recorded(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	cfg.Record = true
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	return res
+}
+
+func TestDeterministic(t *testing.T) {
+	cfg := loaded(kernel(t, "uts", 16, 4e6), 16, [3]float64{50, 25, 25}, 7)
+	a, b := recorded(t, cfg), recorded(t, cfg)
+	assert.Equal(t, a.Digest, b.Digest)
+	assert.Equal(t, a.Log, b.Log, "one seed, one schedule")
+	assert.Equal(t, a.Events, len(a.Log))
+	cfg.Seed = 8
+	assert.NotEqual(t, a.Digest, recorded(t, cfg).Digest, "another seed, another schedule")
+}
+
+func TestReplay(t *testing.T) {
+	cfg := loaded(kernel(t, "bfs", 8, 4e6), 8, [3]float64{50, 0, 50}, 3)
+	res := recorded(t, cfg)
+	require.NoError(t, Replay(cfg, res.Log))
+
+	tampered := append([]Entry(nil), res.Log...)
+	i := len(tampered) / 2
+	tampered[i].Worker = (tampered[i].Worker + 1) % int32(cfg.Procs)
+	err := Replay(cfg, tampered)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("event %d:", i))
+
+	require.Error(t, Replay(cfg, res.Log[:len(res.Log)-1]), "a log that ends early")
+	require.Error(t, Replay(cfg, append(res.Log, res.Log[len(res.Log)-1])), "a log with an event too many")
+	other := cfg
+	other.Seed++
+	require.Error(t, Replay(other, res.Log), "another seed's schedule")
+}
+
+// The paper's bounds hold on every run: each kernel, alone, loaded under
+// both criteria and winner-take-all, at several worker counts.
+func TestTheorems(t *testing.T) {
+	for _, procs := range []int{1, 2, 16, 64} {
+		perWorker := int64(10e6)
+		if procs >= 16 {
+			perWorker = 3e6 // a few rounds: enough to cross round switches, fast under -race
+		}
+		for _, name := range KernelNames {
+			k := kernel(t, name, procs, perWorker)
+			for _, c := range [][3]float64{{0, 0, 100}, {50, 0, 50}, {50, 25, 25}, {100, 0, 0}} {
+				cfg := loaded(k, procs, c, uint64(procs))
+				cfg.Sink = c[Medium] > 0 || c == [3]float64{50, 0, 50}
+				if c[High] == 0 {
+					cfg.Rate = 0
+				}
+				res, err := Run(cfg)
+				require.NoError(t, err, "%s P=%d %v", name, procs, c)
+				bounds := Check(cfg, res)
+				assert.NotEmpty(t, bounds, "%s P=%d %v: nothing checked", name, procs, c)
+				for _, b := range bounds {
+					assert.True(t, b.Holds(), "%s P=%d %v: %v", name, procs, c, b)
+				}
+				assert.GreaterOrEqual(t, res.CPU[Low]+res.Detached[Low], k.Work, "%s P=%d %v: the kernel's work was all done", name, procs, c)
+			}
+		}
+	}
+}
+
+// Check is not vacuous: a run slower than Theorem 2 allows, or an
+// interactive thread slower than Theorem 3 allows, is a violation.
+func TestViolationsDetected(t *testing.T) {
+	k := kernel(t, "fib", 2, 5e6)
+	cfg := loaded(k, 2, [3]float64{50, 0, 50}, 1)
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.Empty(t, Violations(cfg, res))
+	require.NotEmpty(t, res.Responses)
+
+	slow := *res
+	slow.Time = 10 * res.Time
+	v := Violations(cfg, &slow)
+	require.Len(t, v, 1)
+	assert.Contains(t, v[0].Name, "Theorem 2")
+
+	late := *res
+	late.Responses = append([]int64(nil), res.Responses...)
+	late.Responses[0] = 4 * cfg.Params.Quantum
+	if late.Responses[0] == 0 {
+		late.Responses[0] = 4 * DefaultParams().Quantum
+	}
+	v = Violations(cfg, &late)
+	require.Len(t, v, 1)
+	assert.Contains(t, v[0].Name, "Theorem 3")
+}
+
+func TestWorkSpan(t *testing.T) {
+	c := DefaultCosts()
+	g := DefaultGrain()
+	f := func(n int64) Node { return Node{Shape: fib{g}, A: n} }
+	m16 := workSpan(f(FibLeafN), c)
+	assert.Zero(t, m16.forks, "a leaf forks nothing")
+	assert.Equal(t, g.FibLeaf, m16.work)
+	assert.Equal(t, m16.work, m16.span, "a leaf's span is its work")
+	m17 := workSpan(f(FibLeafN+1), c)
+	m15 := workSpan(f(FibLeafN-1), c)
+	assert.Equal(t, int64(1), m17.forks)
+	assert.Zero(t, m17.barriers)
+	assert.Equal(t, m16.work+m15.work+max(1, g.FibLeaf/fibCalls(FibLeafN)), m17.work)
+	assert.Equal(t, int64(1), fibCalls(1))
+	assert.Equal(t, int64(3), fibCalls(2))
+	assert.Equal(t, int64(5), fibCalls(3))
+
+	l := parallel(8, 3*strideLen, 2) // eight iterations of three strides each
+	m := workSpan(l, c)
+	assert.Equal(t, int64(3), m.forks)
+	assert.Equal(t, int64(8*3*strideLen*2), m.work)
+	assert.Equal(t, int64(3*strideLen*2)+3*(c.Spawn+c.Join), m.span, "three levels of binary forks above one iteration")
+
+	two := workSpan(Node{Shape: phases{l, l, {Shape: work{}, A: 5}}}, c)
+	assert.Equal(t, 2*m.work+5, two.work)
+	assert.Equal(t, int64(2), two.barriers, "two parallel phases, each joined before the next")
+	assert.Equal(t, 2*m.forks, two.forks)
+}
+
+func TestKernelSizes(t *testing.T) {
+	for _, name := range KernelNames {
+		small, big := kernel(t, name, 1, 2e6), kernel(t, name, 8, 2e6)
+		assert.GreaterOrEqual(t, small.Work, int64(2e6), name)
+		assert.Greater(t, big.Work, small.Work, name)
+		assert.Greater(t, big.Work/big.Span, int64(4), "%s: parallel", name)
+	}
+	_, err := NewKernel("strassen", 1, DefaultGrain(), DefaultCosts())
+	assert.Error(t, err)
+}
+
+// Threads that compute for 20 ms without a preemption point (library
+// calls) hold every worker: an interactive thread takes a stale worker's
+// token (revocation) instead of waiting for a call to end.
+func TestStallRescue(t *testing.T) {
+	const procs = 4
+	calls := make([]Node, procs)
+	for i := range calls {
+		calls[i] = Node{Shape: work{}, A: 20e6}
+	}
+	root := Node{Shape: fanout(calls)}
+	m := workSpan(root, DefaultCosts())
+	k := &Kernel{Name: "stall", Root: root, Work: m.work, Span: m.span, Forks: m.forks}
+	cfg := loaded(k, procs, [3]float64{50, 0, 50}, 5)
+	cfg.Sink = false
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	assert.Positive(t, res.Rescues, "tokens were revoked")
+	require.NotEmpty(t, res.Responses)
+	for _, r := range res.Responses {
+		assert.Less(t, r, int64(policy.StallTicks+2)*DefaultParams().Interrupt, "an interactive thread waited for a library call")
+	}
+	assert.Empty(t, Violations(cfg, res))
+}

@@ -1,0 +1,454 @@
+package sim
+
+import (
+	"math/rand/v2"
+
+	"github.com/fairlyprompt/fairly/bank"
+	"github.com/fairlyprompt/fairly/internal/policy"
+	"github.com/fairlyprompt/fairly/mailbox"
+)
+
+// A virtual worker and its scheduling loop: runtime/sched.go's loop,
+// service, newRound, next, choose, deal, sendTo, idle and ask, step for
+// step, on the real banks and mailboxes, with the decisions of
+// internal/policy. Time passes by costs: a worker at an event does what the
+// runtime would do at that point, adding the cost of each operation to its
+// local time t, and schedules its next event at t.
+
+// item is what banks, mailboxes and inboxes hold, as in the runtime: a
+// thread that has not started (g == nil), or a continuation parked on g.
+type item struct {
+	t *vtask
+	g *vgor
+}
+
+type stats struct {
+	rounds, deals, requests, donations, preemptions, promotions, rescues int
+}
+
+type vworker struct {
+	s   *sim
+	id  int
+	rng *rand.Rand
+	gen uint32 // generation of the pending evWorker event
+	t   int64  // local time during a step
+
+	banks    []bank.Bank[item]
+	mail     []mailbox.Mailbox[bank.Entry[item]]
+	requests mailbox.RequestCell
+	inbox    []item
+	attn     bool
+	mailFlag bool
+	asleep   bool
+	sleptAt  int64
+	beat     uint64
+
+	mopen       []bool
+	lends       []bool
+	top         int
+	primary     int
+	nextRound   int64
+	nextDeal    int64
+	lastService int64
+	asked       bool
+	count       int
+	cur         int
+	since       int64
+	borrowed    int64
+
+	g        *vgor // the goroutine running a thread on this worker, nil in the loop
+	detBusy  int   // detached goroutines of this worker that compute
+	detTop   int   // their highest rank
+	cpu      []int64
+	stats    stats
+	offerBuf []int
+}
+
+func newWorker(s *sim, id int) *vworker {
+	n := s.ranks
+	w := &vworker{
+		s: s, id: id, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)+1)),
+		banks: make([]bank.Bank[item], n), mail: make([]mailbox.Mailbox[bank.Entry[item]], n),
+		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n),
+		top: policy.NoRank, cur: policy.NoRank, detTop: policy.NoRank, count: s.p.CheckEvery,
+	}
+	for r := range n {
+		w.lends[r] = s.crit.ShareByRank(r) > 0
+	}
+	w.newRound(0)
+	w.schedule() // every worker starts in its loop at 0
+	return w
+}
+
+// schedule makes the worker go on at its local time t.
+func (w *vworker) schedule() {
+	w.s.clock.at(event{t: w.t, kind: evWorker, w: int32(w.id), gen: w.gen})
+}
+
+// step is the worker's event: it goes on with the thread it runs, or with
+// its scheduling loop, until something takes time.
+func (w *vworker) step(now int64) {
+	w.t = now
+	if w.g != nil {
+		w.g.advance(w)
+	} else {
+		w.loop()
+	}
+	if w.asleep {
+		w.s.log.add(Entry{T: now, Kind: evWorker, Worker: int32(w.id), Rank: policy.NoRank})
+		return
+	}
+	var id int64
+	if w.g != nil && len(w.g.frames) > 0 {
+		id = w.g.frames[len(w.g.frames)-1].t.id
+	}
+	w.s.log.add(Entry{T: now, Kind: evWorker, Worker: int32(w.id), Rank: int32(w.cur), Thread: id})
+	w.schedule()
+}
+
+// loop is one pass of gor.loop: periodic duties when due, then run the
+// thread next chooses, or go idle.
+func (w *vworker) loop() {
+	if w.due() {
+		w.count = w.s.p.CheckEvery
+		w.service()
+	}
+	w.dispatch()
+}
+
+// dispatch takes the next thread and starts it, or idles (the part of
+// gor.loop and gor.handOff after the duties).
+func (w *vworker) dispatch() {
+	for {
+		it, ok := w.next()
+		if !ok {
+			w.idle()
+			return
+		}
+		if it.g != nil { // a continuation: its goroutine takes the token
+			w.setRunning(it.t.rank)
+			w.t += w.s.c.Handoff
+			w.g = it.g
+			return
+		}
+		if it.t.state != stNew {
+			continue // a joiner ran it inline already
+		}
+		it.t.state = stClaimed
+		w.setRunning(it.t.rank)
+		w.g = &vgor{}
+		w.g.start(w, it.t)
+		return
+	}
+}
+
+// due is gor.due: the attention word is raised or CheckEvery points went by.
+func (w *vworker) due() bool {
+	if w.attn {
+		return true
+	}
+	w.count--
+	return w.count <= 0
+}
+
+// service is worker.service: new round, deal, then take in what arrived.
+func (w *vworker) service() {
+	w.t += w.s.c.Service
+	w.attn = false
+	w.asked = false
+	w.beat++
+	w.lastService = w.t
+	if w.t >= w.nextRound {
+		w.t += w.s.c.Round
+		w.newRound(w.t)
+	}
+	if w.t >= w.nextDeal || w.requests.Pending() {
+		w.deal()
+	}
+	for _, it := range w.inbox {
+		w.insert(it)
+	}
+	clear(w.inbox)
+	w.inbox = w.inbox[:0]
+	w.receive()
+}
+
+// newRound is worker.newRound with aligned rounds.
+func (w *vworker) newRound(now int64) {
+	w.charge(now)
+	w.borrowed = 0
+	w.primary = policy.AlignedPrimary(w.s.crit, w.s.cfg.Seed, policy.RoundOf(now, w.s.p.Quantum), w.s.ranks)
+	w.nextRound = policy.RoundEnd(now, w.s.p.Quantum)
+	w.closeUnwanted()
+	w.stats.rounds++
+}
+
+// next removes the thread to run now (worker.next).
+func (w *vworker) next() (item, bool) {
+	r := w.choose(policy.NoRank)
+	if r < 0 {
+		return item{}, false
+	}
+	if r != w.primary {
+		w.stats.donations++
+	}
+	it, _, _ := w.banks[r].Remove()
+	return it, true
+}
+
+// choose is worker.choose over policy.Choose.
+func (w *vworker) choose(cur int) int {
+	top := max(w.highest(), cur)
+	r, donating := policy.Choose(top, w.primary, cur, w.banks[w.primary].Len(), w.mayBorrow)
+	if donating {
+		w.open(w.primary)
+		if !w.asked {
+			w.ask(false)
+		}
+	}
+	return r
+}
+
+// mayBorrow says whether rank top may run above the primary one now.
+func (w *vworker) mayBorrow(top int) bool {
+	return w.lends[top] && !w.s.p.NoBorrow &&
+		policy.MayBorrow(w.borrowed, w.s.p.Budget, w.cur > w.primary, w.since, w.t)
+}
+
+func (w *vworker) highest() int {
+	for r := w.top; r >= 0; r-- {
+		if w.banks[r].Len() > 0 {
+			w.top = r
+			return r
+		}
+	}
+	w.top = policy.NoRank
+	return policy.NoRank
+}
+
+func (w *vworker) insert(it item) {
+	r := it.t.rank
+	w.banks[r].Insert(it, int(it.t.depth))
+	w.top = max(w.top, r)
+	if w.mopen[r] {
+		w.refuse(r)
+	}
+}
+
+func (w *vworker) refuse(r int) {
+	w.mopen[r] = false
+	w.bankEntries(r, w.mail[r].Close())
+}
+
+func (w *vworker) closeUnwanted() {
+	for r, open := range w.mopen {
+		if open && r != w.primary {
+			w.refuse(r)
+		}
+	}
+}
+
+func (w *vworker) open(r int) {
+	if !w.mopen[r] && w.mail[r].Open() {
+		w.mopen[r] = true
+	}
+}
+
+func (w *vworker) bankEntries(r int, es []bank.Entry[item]) {
+	if len(es) == 0 {
+		return
+	}
+	w.t += w.s.c.Receive
+	for _, e := range es {
+		w.banks[r].Insert(e.Item, e.Depth)
+	}
+	w.top = max(w.top, r)
+}
+
+func (w *vworker) receive() {
+	if !w.mailFlag {
+		return
+	}
+	w.mailFlag = false
+	for r := range w.mail {
+		if es, ok := w.mail[r].Receive(); ok {
+			w.mopen[r] = false
+			w.bankEntries(r, es)
+		}
+	}
+}
+
+// deal is worker.deal: serve a request first, else offer to a random worker.
+func (w *vworker) deal() {
+	w.nextDeal = w.t + w.s.p.DealInterval
+	ws := w.s.workers
+	next := w.choose(w.cur)
+	if id, req, ok := w.requests.Take(); ok && id != w.id {
+		r, anything := policy.RequestedRank(req)
+		w.offerBuf = policy.RequestOrder(w.offerBuf[:0], r, anything, w.cur, w.top)
+		for _, x := range w.offerBuf {
+			if w.sendTo(ws[id], x, next) {
+				return
+			}
+		}
+		return
+	}
+	if len(ws) < 2 {
+		return
+	}
+	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
+	w.offerBuf = policy.OfferOrder(w.offerBuf[:0], v.primary, w.cur)
+	for _, x := range w.offerBuf {
+		if w.sendTo(v, x, next) {
+			return
+		}
+	}
+}
+
+// sendTo is worker.sendTo: deal the oldest quarter of bank r to v's open
+// mailbox, keeping the thread this worker runs next.
+func (w *vworker) sendTo(v *vworker, r, next int) bool {
+	if r < 0 || r >= len(w.banks) {
+		return false
+	}
+	b := &w.banks[r]
+	if b.Len() > 0 {
+		b.Prune(isLive)
+	}
+	if b.Len() <= policy.Keep(r, next, w.cur) {
+		return false
+	}
+	m := &v.mail[r]
+	if m.State() != mailbox.Open || !m.TryClaim() {
+		return false
+	}
+	w.t += w.s.c.Deal
+	m.Send(b.Split(nil))
+	v.mailFlag = true
+	v.attn = true
+	v.wake(w.t)
+	w.stats.deals++
+	return true
+}
+
+func isLive(it item) bool { return it.g != nil || it.t.state == stNew }
+
+// hasLive is worker.hasLive.
+func (w *vworker) hasLive(r int) bool { return w.banks[r].Any(isLive) }
+
+// idle is worker.idle: open every mailbox, ask for anything, sleep.
+func (w *vworker) idle() {
+	w.setRunning(policy.NoRank)
+	for r := range w.mail {
+		w.open(r)
+	}
+	w.ask(true)
+	w.asleep = true
+	w.sleptAt = w.t
+}
+
+// wake is worker.wake: a sleeping worker goes on after the spin's reaction
+// time, or a park's wake-up once the spin is over.
+func (w *vworker) wake(at int64) {
+	if !w.asleep {
+		return
+	}
+	w.asleep = false
+	w.gen++
+	w.t = max(at, w.sleptAt) + w.s.c.SpinWake
+	if at-w.sleptAt >= w.s.p.IdleSpin {
+		w.t = at + w.s.c.Wake
+	}
+	w.closeUnwanted() // busy again: only the primary rank is wanted
+	w.schedule()
+}
+
+func (w *vworker) ask(anything bool) {
+	ws := w.s.workers
+	w.asked = true
+	if len(ws) < 2 {
+		return
+	}
+	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
+	if v.requests.Post(w.id, policy.Request(w.primary, anything)) {
+		v.attn = true
+		w.stats.requests++
+	}
+}
+
+// give is worker.give: into the inbox, with attention, waking the worker.
+func (w *vworker) give(it item, now int64) {
+	w.inbox = append(w.inbox, it)
+	w.attn = true
+	w.wake(now + w.s.c.Steer)
+}
+
+func (w *vworker) setRunning(r int) {
+	if r == w.cur {
+		return
+	}
+	w.charge(w.t)
+	w.cur = r
+}
+
+func (w *vworker) charge(now int64) {
+	if w.cur >= 0 {
+		d := now - w.since
+		w.cpu[w.cur] += d
+		if w.cur > w.primary {
+			w.borrowed += d
+		}
+	}
+	w.since = now
+}
+
+// revoke takes w's token from the goroutine running a thread's segment of
+// rank below below (runtime revoke): the goroutine goes on detached and
+// comes back as a continuation when its segment ends; w goes on with a new
+// goroutine. busy says it computes: then at most one per rank level.
+func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
+	g := w.g
+	if g == nil || !g.inSegment || w.cur >= below {
+		return false
+	}
+	if busy && w.detBusy > 0 && w.cur <= w.detTop {
+		return false
+	}
+	if busy {
+		w.detBusy++
+		w.detTop = max(w.detTop, w.cur)
+	}
+	g.detachedFrom, g.detBusy = w, busy
+	w.gen++ // the goroutine's pending event is now the detached one's
+	s.clock.at(event{t: g.segEnd, kind: evDetached, g: g})
+	w.t = now // its pending event, at the segment's end, is the detached goroutine's now
+	for i, r := range s.rank {
+		if r == w.cur {
+			s.res.Detached[i] += g.segEnd - now
+		}
+	}
+	g.promoteAll(w)
+	w.g = nil
+	w.stats.rescues++
+	w.attn = true
+	w.setRunning(policy.NoRank)
+	w.t += s.c.Handoff
+	w.schedule()
+	return true
+}
+
+// reattach brings a detached goroutine back at its next preemption point:
+// its thread is steered again as a continuation (gor.reattach, rejoin).
+func (s *sim) reattach(g *vgor, now int64) {
+	w := g.detachedFrom
+	g.detachedFrom = nil
+	if g.detBusy {
+		w.detBusy--
+	}
+	if w.detBusy == 0 {
+		w.detTop = policy.NoRank
+	}
+	g.inSegment = false
+	t := g.frames[len(g.frames)-1].t
+	s.steer(item{t: t, g: g}, now)
+}
