@@ -91,6 +91,24 @@ func TestDetachedTimeCharged(t *testing.T) {
 		"40 ms of spinning, most of it detached, is charged to its priority")
 }
 
+// A top-priority thread arriving at a worker that already has a computing
+// detached goroutine, and whose holder is stuck again in another low thread,
+// still takes the token: it must not wait for calls that never end.
+func TestArrivalRevokesTwice(t *testing.T) {
+	rt, lo, hi := levels(t, 1, 50, 50)
+	var first, second atomic.Bool
+	ok := make(chan bool, 2)
+	submit(t, rt, lo, func(*Task) { ok <- spinUntil(&second, patience) })
+	submit(t, rt, lo, func(*Task) { ok <- spinUntil(&second, patience) })
+	time.Sleep(5 * time.Millisecond)
+	submit(t, rt, hi, func(*Task) { first.Store(true) }).Wait() // revokes the first hog
+	time.Sleep(5 * time.Millisecond)                            // the second hog runs and is stuck
+	submit(t, rt, hi, func(*Task) { second.Store(true) }).Wait()
+	assert.True(t, first.Load())
+	assert.True(t, <-ok && <-ok, "the second top-priority thread waited for the hogs")
+	assert.GreaterOrEqual(t, rt.Totals().Rescues, uint64(2))
+}
+
 // A top-priority thread submitted while the only worker computes without
 // preemption points runs anyway: the arriving thread's worker is revoked.
 func TestArrivalRevokesStuckWorker(t *testing.T) {

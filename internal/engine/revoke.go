@@ -62,8 +62,11 @@ import (
 //
 // A detached goroutine that computes takes processor time beside the
 // worker's new holder. To keep that bounded, a worker with a computing
-// detached goroutine is revoked again only for a thread of higher priority
-// than every detached one (so at most one per priority level); detached
+// detached goroutine is revoked again only for an arriving thread of higher
+// priority than every detached one (the watchdog adds at most one per
+// priority level; an arrival may add one each time it finds the worker stuck
+// again below it, so that a top-priority thread never waits for a library
+// call that may never end); detached
 // goroutines that block cost nothing and are not limited.
 
 // staleAfter is how long a worker may go without a preemption point before
@@ -143,7 +146,12 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		return nil
 	}
 	w.detMu.Lock()
-	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop
+	// A computing detached goroutine of w limits further ones: the watchdog
+	// (below == maxRank) adds none at or below its level, and an arriving
+	// thread only if it is above every detached one, which it must not wait
+	// for: their calls may never end.
+	above := below != maxRank && below > w.detTop
+	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop && !above
 	h.detBusy.Store(busy) // read by h only after the swap below succeeded
 	h.detSince.Store(rt.now())
 	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
