@@ -15,6 +15,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/internal/engine"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Defaults of the scheduling parameters, as in the paper (§5.2).
@@ -164,7 +165,7 @@ func New(cfg Config) (*Runtime, error) {
 	if ec.Procs == 0 {
 		ec.Procs = engine.BaseProcs()
 	}
-	ec.Budget = orDefault(cfg.PromptBudget, ec.Quantum/20)
+	ec.Budget = orDefault(cfg.PromptBudget, time.Duration(policy.DefaultBudget(int64(ec.Quantum))))
 	if ec.Seed == 0 {
 		ec.Seed = uint64(time.Now().UnixNano())
 	}

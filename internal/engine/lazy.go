@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
+)
 
 // Lazy forks: a spawn that costs next to nothing.
 //
@@ -164,7 +168,7 @@ func (g *gor) promoteAll(w *worker) {
 // code that can make work on demand (a parallel loop splits its range, see
 // Task.Wanted).
 func (g *gor) heartbeat(w *worker, now int64) {
-	if len(w.rt.workers) < 2 {
+	if len(w.rt.workers) < 2 { // nobody to take work: skip the scan
 		return
 	}
 	s := &g.lazy
@@ -173,7 +177,7 @@ func (g *gor) heartbeat(w *worker, now int64) {
 		if t == nil || t.claimed() {
 			continue
 		}
-		if !w.hasLive(int(t.rank)) && s.slots[s.bot].CompareAndSwap(t, nil) {
+		if policy.Promote(len(w.rt.workers), w.hasLive(int(t.rank))) && s.slots[s.bot].CompareAndSwap(t, nil) {
 			w.promoted(t)
 			s.bot++
 		}

@@ -97,12 +97,22 @@ func TestDetachedTimeCharged(t *testing.T) {
 func TestArrivalRevokesTwice(t *testing.T) {
 	rt, lo, hi := levels(t, 1, 50, 50)
 	var first, second atomic.Bool
+	var started atomic.Int32
 	ok := make(chan bool, 2)
-	submit(t, rt, lo, func(*Task) { ok <- spinUntil(&second, patience) })
-	submit(t, rt, lo, func(*Task) { ok <- spinUntil(&second, patience) })
-	time.Sleep(5 * time.Millisecond)
+	hog := func(*Task) {
+		started.Add(1)
+		ok <- spinUntil(&second, patience)
+	}
+	submit(t, rt, lo, hog)
+	submit(t, rt, lo, hog)
+	for started.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
 	submit(t, rt, hi, func(*Task) { first.Store(true) }).Wait() // revokes the first hog
-	time.Sleep(5 * time.Millisecond)                            // the second hog runs and is stuck
+	for started.Load() < 2 {                                    // the second hog runs and is stuck
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(time.Millisecond)
 	submit(t, rt, hi, func(*Task) { second.Store(true) }).Wait()
 	assert.True(t, first.Load())
 	assert.True(t, <-ok && <-ok, "the second top-priority thread waited for the hogs")

@@ -4,6 +4,8 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"time"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Revocation: taking a token from a goroutine stuck in a thread's code.
@@ -55,7 +57,7 @@ import (
 //     runs a lower priority and has not passed a preemption point for
 //     staleAfter: the arriving goroutine takes the token at once;
 //   - by the watchdog (ticker.go) when a worker has not passed a preemption
-//     point for stallTicks ticks and someone waits for it (threads queued in
+//     point for policy.StallTicks ticks and someone waits for it (threads queued in
 //     its banks, inbox or mailboxes, a request, an idle worker that may want
 //     its spare threads, the end of its round), or for a whole round whether
 //     anyone waits or not (it may be blocked).
@@ -146,12 +148,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		return nil
 	}
 	w.detMu.Lock()
-	// A computing detached goroutine of w limits further ones: the watchdog
-	// (below == maxRank) adds none at or below its level, and an arriving
-	// thread only if it is above every detached one, which it must not wait
-	// for: their calls may never end.
-	above := below != maxRank && below > w.detTop
-	refused := busy && w.detBusy > 0 && w.running.Load() <= w.detTop && !above
+	refused := policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below))
 	h.detBusy.Store(busy) // read by h only after the swap below succeeded
 	h.detSince.Store(rt.now())
 	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)

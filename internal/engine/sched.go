@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/bank"
+	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/mailbox"
 )
 
@@ -135,7 +136,7 @@ func (w *worker) newRound(now int64) {
 		w.nextRound = now + int64(w.rt.quantum)
 	} else {
 		w.primary = w.rt.alignedPrimary(now)
-		w.nextRound = (now/int64(w.rt.quantum) + 1) * int64(w.rt.quantum)
+		w.nextRound = policy.RoundEnd(now, int64(w.rt.quantum))
 	}
 	w.closeUnwanted()
 	w.primPub.Store(int32(w.primary))
@@ -152,17 +153,7 @@ func (w *worker) newRound(now int64) {
 // constant, where independent random draws would stray by about the square
 // root of n.
 func (rt *Runtime) alignedPrimary(now int64) int {
-	c := rt.crit.Load()
-	k := uint64(now / int64(rt.quantum))
-	u := float64((rt.seed+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
-	sum := 0.0
-	for r := range len(rt.ranks) {
-		sum += c.ShareByRank(r)
-		if u < sum && c.ShareByRank(r) > 0 {
-			return r
-		}
-	}
-	return len(rt.ranks) - 1
+	return policy.AlignedPrimary(rt.crit.Load(), rt.seed, policy.RoundOf(now, int64(rt.quantum)), len(rt.ranks))
 }
 
 // next removes the thread to run now, if the worker has one, with the fork
@@ -186,34 +177,26 @@ func (w *worker) next() (item, int, bool) {
 // prompt budget of the round is not spent; else the highest rank with work
 // (donation).
 func (w *worker) choose(cur int, now int64) int {
-	top := max(w.highest(), cur)
-	if top < 0 {
-		return rankLoop
-	}
 	p := w.primary
-	if p != cur && w.banks[p].Len() == 0 {
+	r, donating := policy.Choose(max(w.highest(), cur), p, cur, w.banks[p].Len(), func(top int) bool {
+		return w.lends[top] && w.rt.borrow && w.mayBorrow(now)
+	})
+	if donating {
 		w.open(p)
 		if !w.asked {
 			w.ask(false)
 		}
-		return top
 	}
-	if top > p && w.lends[top] && w.rt.borrow && w.mayBorrow(now) {
-		return top
-	}
-	return p
+	return r
 }
 
 // mayBorrow reports whether the round's prompt budget has time left.
 func (w *worker) mayBorrow(now int64) bool {
-	b := w.borrowed
-	if w.cur > w.primary {
-		if now == 0 {
-			now = w.rt.now()
-		}
-		b += now - w.since
+	running := w.cur > w.primary
+	if running && now == 0 {
+		now = w.rt.now()
 	}
-	return b < int64(w.rt.budget)
+	return policy.MayBorrow(w.borrowed, int64(w.rt.budget), running, w.since, now)
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the
@@ -314,18 +297,10 @@ func (w *worker) deal(now int64) {
 	w.nextDeal = now + int64(w.rt.dealEvery)
 	ws := w.rt.workers
 	next := w.choose(w.cur, now)
-	if id, r, ok := w.requests.Take(); ok && id != w.id {
-		v := ws[id]
-		anything := r&anyRank != 0
-		r &^= anyRank
-		if w.sendTo(v, r, next) || !anything || w.sendTo(v, w.cur, next) {
-			return
-		}
-		for r := w.top; r >= 0; r-- {
-			if w.sendTo(v, r, next) {
-				return
-			}
-		}
+	var ranks [8]int
+	if id, req, ok := w.requests.Take(); ok && id != w.id {
+		r, anything := policy.RequestedRank(req)
+		w.offer(ws[id], policy.RequestOrder(ranks[:0], r, anything, w.cur, w.top), next)
 		return
 	}
 	if len(ws) < 2 {
@@ -333,9 +308,16 @@ func (w *worker) deal(now int64) {
 	}
 	// Offer the target its own primary priority first: that is the work it
 	// is supposed to run this round and may be missing.
-	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
-	if !w.sendTo(v, int(v.primPub.Load()), next) {
-		w.sendTo(v, w.cur, next)
+	v := ws[policy.Victim(w.rand(), w.id, len(ws))]
+	w.offer(v, policy.OfferOrder(ranks[:0], int(v.primPub.Load()), w.cur), next)
+}
+
+// offer deals to v from the first of ranks whose bank has surplus.
+func (w *worker) offer(v *worker, ranks []int, next int) {
+	for _, r := range ranks {
+		if w.sendTo(v, r, next) {
+			return
+		}
 	}
 }
 
@@ -352,10 +334,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 	}
 	b := &w.banks[r]
 	w.live(r) // never deal stale entries: the receiver would find nothing
-	keep := 0
-	if r == next && r != w.cur {
-		keep = 1
-	}
+	keep := policy.Keep(r, next, w.cur)
 	if b.Len() <= keep {
 		return false
 	}
@@ -455,19 +434,12 @@ func (w *worker) ask(anything bool) {
 	if len(ws) < 2 {
 		return
 	}
-	v := ws[int(w.rand()%uint64(len(ws)-1)+uint64(w.id)+1)%len(ws)]
-	r := w.primary
-	if anything {
-		r |= anyRank
-	}
-	if v.requests.Post(w.id, r) {
+	v := ws[policy.Victim(w.rand(), w.id, len(ws))]
+	if v.requests.Post(w.id, policy.Request(w.primary, anything)) {
 		v.attn.Store(1)
 		w.stats.requests.Add(1)
 	}
 }
-
-// anyRank marks a request that work of any priority answers.
-const anyRank = 1 << 30
 
 // idleSpin is how long an idle worker watches for work before it sleeps.
 const idleSpin = 50 * time.Microsecond
@@ -502,26 +474,14 @@ func (rt *Runtime) steer(it item) {
 	bestScore := -1 << 30
 	for i := range ws {
 		w := ws[(start+i)%len(ws)]
-		run := w.running.Load()
-		score := -int(run) // prefer lower running ranks
-		asleep := w.sleeper.Load() != nil
-		switch {
-		case w.primPub.Load() == r && run != r:
-			score += 4000
-		case asleep:
-			score += 3000
-		case w.primPub.Load() == r:
-			score += 2000
-		}
-		if !asleep && now-w.lastService.Load() >= int64(staleAfter) {
-			score -= 10000
-		}
+		stale := now-w.lastService.Load() >= int64(staleAfter)
+		score := policy.SteerScore(int(r), int(w.running.Load()), int(w.primPub.Load()), w.sleeper.Load() != nil, stale)
 		if score > bestScore {
 			best, bestScore = w, score
 		}
 	}
 	best.give(it)
-	if bestScore < -5000 {
+	if policy.SteerRevokes(bestScore) {
 		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {
 			rt.newGor().start(v)
 		}

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
+)
 
 // The ticker and the watchdog.
 //
@@ -10,12 +14,12 @@ import "time"
 // worker computes.
 //
 // The watchdog looks for workers whose goroutine is stuck in a thread's
-// code: no pass through the scheduler (beat) for stallTicks ticks.
+// code: no pass through the scheduler (beat) for policy.StallTicks ticks.
 //   - If somebody waits for the worker, its token is revoked (revoke.go):
 //     threads in its banks (modeQueued), inbox or mailboxes, a request for
 //     work, an idle worker that may want its spare threads, or the end of the
 //     worker's round. Waiting work therefore starts within about
-//     (stallTicks+1)×Interrupt, 3 ms by default, of the worker's last
+//     (policy.StallTicks+1)×Interrupt, 3 ms by default, of the worker's last
 //     preemption point; threads that arrive from outside (steer, takeOver)
 //     do not wait for the watchdog at all.
 //   - After a whole round its token is revoked whatever waits, so that a
@@ -26,8 +30,6 @@ import "time"
 // free P that wake-ups need: each tick the watchdog raises GOMAXPROCS by one
 // per such thread (at most Procs), and lowers it again once they have been
 // gone for a round.
-
-const stallTicks = 2
 
 type ticker struct {
 	done chan struct{}
@@ -57,7 +59,7 @@ func (tk *ticker) run(rt *Runtime) {
 	t := time.NewTicker(rt.interrupt)
 	defer t.Stop()
 	ws := make([]watch, len(rt.workers))
-	roundTicks := max(stallTicks, int(rt.quantum/rt.interrupt))
+	roundTicks := policy.RoundTicks(int64(rt.quantum), int64(rt.interrupt))
 	calm := 0
 	for {
 		select {
@@ -86,17 +88,17 @@ func (tk *ticker) run(rt *Runtime) {
 				continue
 			}
 			wt.ticks++
-			if wt.ticks < stallTicks {
+			if wt.ticks < policy.StallTicks {
 				continue
 			}
 			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
 				now >= w.roundEnd.Load()
 			var v *worker
-			switch {
-			case demand:
-				v = rt.revoke(w, h, maxRank, true)
-			case wt.ticks >= roundTicks:
-				v = rt.revoke(w, h, maxRank, false) // blocked, most likely
+			switch policy.Watchdog(wt.ticks, roundTicks, demand) {
+			case policy.RevokeBusy:
+				v = rt.revoke(w, h, policy.WatchdogRank, true)
+			case policy.RevokeBlocked:
+				v = rt.revoke(w, h, policy.WatchdogRank, false) // blocked, most likely
 			}
 			if v != nil {
 				rt.newGor().start(v)
@@ -128,6 +130,3 @@ func (tk *ticker) fitPs(rt *Runtime, calm, roundTicks int) int {
 	rt.extraPs = want
 	return 0
 }
-
-// maxRank is above every rank: revoke whatever the worker runs.
-const maxRank = 1 << 30

@@ -202,6 +202,23 @@ func Watchdog(ticks, roundTicks int, demand bool) int {
 	return Wait
 }
 
+// WatchdogRank is the below rank the watchdog revokes with (RefuseRevoke):
+// above every rank, so whatever the worker runs.
+const WatchdogRank = 1 << 30
+
+// RefuseRevoke reports whether a revocation that would detach a goroutine
+// computing at rank running is refused because the worker already has
+// computing detached goroutines (detBusy of them, the highest at rank
+// detTop): the watchdog (below == WatchdogRank) adds none at or below that
+// level, and an arriving thread of rank below only if it is above every
+// detached one, which it must not wait for (their calls may never end).
+// busy says the goroutine to detach may compute; a blocked one costs no
+// processor and is never refused.
+func RefuseRevoke(busy bool, detBusy, running, detTop, below int) bool {
+	above := below != WatchdogRank && below > detTop
+	return busy && detBusy > 0 && running <= detTop && !above
+}
+
 // Promote reports whether a heartbeat promotes the oldest lazy fork of the
 // running goroutine into its bank: with two workers or more, when the bank
 // of its rank holds no live thread, so that a deal or request finds work.

@@ -306,11 +306,11 @@ func (s *sim) tick(now int64) {
 			now >= w.nextRound
 		switch policy.Watchdog(s.ticks[i], roundTicks, demand) {
 		case policy.RevokeBusy:
-			if s.revoke(w, aboveAll, true, now) {
+			if s.revoke(w, policy.WatchdogRank, true, now) {
 				revoked = int32(i)
 			}
 		case policy.RevokeBlocked:
-			if s.revoke(w, aboveAll, false, now) {
+			if s.revoke(w, policy.WatchdogRank, false, now) {
 				revoked = int32(i)
 			}
 		}
@@ -318,9 +318,6 @@ func (s *sim) tick(now int64) {
 	s.log.add(Entry{T: now, Kind: evTick, Worker: revoked, Rank: -1})
 	s.clock.at(event{t: now + s.p.Interrupt, kind: evTick})
 }
-
-// aboveAll is above every rank: the watchdog revokes whatever runs.
-const aboveAll = 1 << 30
 
 // finish sums up the run.
 func (s *sim) finish() {

@@ -405,13 +405,13 @@ func (w *vworker) charge(now int64) {
 // revoke takes w's token from the goroutine running a thread's segment of
 // rank below below (runtime revoke): the goroutine goes on detached and
 // comes back as a continuation when its segment ends; w goes on with a new
-// goroutine. busy says it computes: then at most one per rank level.
+// goroutine. busy says it computes: policy.RefuseRevoke limits those.
 func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
 	g := w.g
 	if g == nil || !g.inSegment || w.cur >= below {
 		return false
 	}
-	if busy && w.detBusy > 0 && w.cur <= w.detTop {
+	if policy.RefuseRevoke(busy, w.detBusy, w.cur, w.detTop, below) {
 		return false
 	}
 	if busy {
