@@ -130,7 +130,7 @@ func (w *worker) newRound(now int64) {
 		}
 	}
 	w.charge(now)
-	w.borrowed = 0
+	clear(w.borrowed)
 	if w.rt.independent {
 		w.primary = w.sampler.Rank()
 		w.nextRound = now + int64(w.rt.quantum)
@@ -179,7 +179,7 @@ func (w *worker) next() (item, int, bool) {
 func (w *worker) choose(cur int, now int64) int {
 	p := w.primary
 	r, donating := policy.Choose(max(w.highest(), cur), p, cur, w.banks[p].Len(), func(top int) bool {
-		return w.lends[top] && w.rt.borrow && w.mayBorrow(now)
+		return w.lends[top] && w.rt.borrow && w.mayBorrow(top, now)
 	})
 	if donating {
 		w.open(p)
@@ -190,13 +190,14 @@ func (w *worker) choose(cur int, now int64) int {
 	return r
 }
 
-// mayBorrow reports whether the round's prompt budget has time left.
-func (w *worker) mayBorrow(now int64) bool {
-	running := w.cur > w.primary
+// mayBorrow reports whether rank top's prompt budget of the round has time
+// left (policy.MayBorrow).
+func (w *worker) mayBorrow(top int, now int64) bool {
+	running := w.cur == top && top > w.primary
 	if running && now == 0 {
 		now = w.rt.now()
 	}
-	return policy.MayBorrow(w.borrowed, int64(w.rt.budget), running, w.since, now)
+	return policy.MayBorrow(w.borrowed[top], int64(w.rt.budget), running, w.since, now)
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the

@@ -63,10 +63,10 @@ type worker struct {
 	nextRound int64
 	nextDeal  int64
 	nextYield int64
-	asked     bool  // a request was posted since the last pass through the scheduler
-	cur       int   // rank being run, as in running
-	since     int64 // when cur started being accounted
-	borrowed  int64 // time this round at ranks above the primary one
+	asked     bool    // a request was posted since the last pass through the scheduler
+	cur       int     // rank being run, as in running
+	since     int64   // when cur started being accounted
+	borrowed  []int64 // by rank: time run this round above the primary rank
 	critVer   uint64
 	sampler   *fairness.Sampler
 	lends     []bool // rank r has a share, so it may borrow (see choose)
@@ -80,17 +80,18 @@ type worker struct {
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:     rt,
-		id:     id,
-		mail:   make([]mailbox.Mailbox[bank.Entry[item]], n),
-		banks:  make([]bank.Bank[item], n),
-		mopen:  make([]bool, n),
-		lends:  make([]bool, n),
-		top:    -1,
-		cur:    rankLoop,
-		detTop: rankLoop,
-		rng:    seed | 1,
-		stats:  newWorkerStats(n),
+		rt:       rt,
+		id:       id,
+		mail:     make([]mailbox.Mailbox[bank.Entry[item]], n),
+		banks:    make([]bank.Bank[item], n),
+		mopen:    make([]bool, n),
+		lends:    make([]bool, n),
+		borrowed: make([]int64, n),
+		top:      -1,
+		cur:      rankLoop,
+		detTop:   rankLoop,
+		rng:      seed | 1,
+		stats:    newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
 	w.newRound(0)
@@ -168,7 +169,7 @@ func (w *worker) charge(now int64) {
 		d := now - w.since
 		w.stats.cpu[w.cur].Add(d)
 		if w.cur > w.primary {
-			w.borrowed += d
+			w.borrowed[w.cur] += d
 		}
 	}
 	w.since = now

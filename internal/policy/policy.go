@@ -65,10 +65,13 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 	return primary, false
 }
 
-// MayBorrow reports whether the round's prompt budget has time left:
-// borrowed is the time already spent this round above the primary rank,
-// and running says the worker runs such a rank now, since since (both at
-// now, in nanoseconds).
+// MayBorrow reports whether a rank's prompt budget for the round has time
+// left: borrowed is the time that rank already ran this round above the
+// primary rank, and running says the worker runs it now, since since (both
+// at now, in nanoseconds). Each rank above the primary one has a budget of
+// its own: a busy middle priority that spends its budget early in the round
+// must not leave a top-priority thread that becomes ready later waiting for
+// the next round.
 func MayBorrow(borrowed, budget int64, running bool, since, now int64) bool {
 	if running {
 		borrowed += now - since

@@ -54,7 +54,7 @@ type vworker struct {
 	count       int
 	cur         int
 	since       int64
-	borrowed    int64
+	borrowed    []int64 // by rank
 
 	g        *vgor // the goroutine running a thread on this worker, nil in the loop
 	detBusy  int   // detached goroutines of this worker that compute
@@ -69,7 +69,7 @@ func newWorker(s *sim, id int) *vworker {
 	w := &vworker{
 		s: s, id: id, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)+1)),
 		banks: make([]bank.Bank[item], n), mail: make([]mailbox.Mailbox[bank.Entry[item]], n),
-		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n),
+		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n),
 		top: policy.NoRank, cur: policy.NoRank, detTop: policy.NoRank, count: s.p.CheckEvery,
 	}
 	for r := range n {
@@ -176,7 +176,7 @@ func (w *vworker) service() {
 // newRound is worker.newRound with aligned rounds.
 func (w *vworker) newRound(now int64) {
 	w.charge(now)
-	w.borrowed = 0
+	clear(w.borrowed)
 	w.primary = policy.AlignedPrimary(w.s.crit, w.s.cfg.Seed, policy.RoundOf(now, w.s.p.Quantum), w.s.ranks)
 	w.nextRound = policy.RoundEnd(now, w.s.p.Quantum)
 	w.closeUnwanted()
@@ -212,7 +212,7 @@ func (w *vworker) choose(cur int) int {
 // mayBorrow says whether rank top may run above the primary one now.
 func (w *vworker) mayBorrow(top int) bool {
 	return w.lends[top] && !w.s.p.NoBorrow &&
-		policy.MayBorrow(w.borrowed, w.s.p.Budget, w.cur > w.primary, w.since, w.t)
+		policy.MayBorrow(w.borrowed[top], w.s.p.Budget, w.cur == top && top > w.primary, w.since, w.t)
 }
 
 func (w *vworker) highest() int {
@@ -396,7 +396,7 @@ func (w *vworker) charge(now int64) {
 		d := now - w.since
 		w.cpu[w.cur] += d
 		if w.cur > w.primary {
-			w.borrowed += d
+			w.borrowed[w.cur] += d
 		}
 	}
 	w.since = now
