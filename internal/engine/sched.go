@@ -435,7 +435,7 @@ func (w *worker) ask(anything bool) {
 	if len(ws) < 2 {
 		return
 	}
-	v := ws[policy.Victim(w.rand(), w.id, len(ws))]
+	v := ws[policy.AskVictim(w.id, len(ws), w.rand, func(v int) bool { return ws[v].sleeper.Load() != nil })]
 	if v.requests.Post(w.id, policy.Request(w.primary, anything)) {
 		v.attn.Store(1)
 		w.stats.requests.Add(1)

@@ -95,6 +95,24 @@ func Victim(random uint64, self, n int) int {
 	return int(random%uint64(n-1)+uint64(self)+1) % n
 }
 
+// AskTries is how many random workers an asking worker draws, at most,
+// to find one that is awake: a sleeping worker never serves a request, and
+// after a barrier most workers sleep, so one draw would mostly ask a
+// sleeper and leave the asker idle until the next tick (simulator finding
+// 1, docs/simulation.md).
+const AskTries = 4
+
+// AskVictim draws up to AskTries victims among n > 1 workers other than
+// self, from draw's random numbers, and returns the first that asleep says
+// is awake, or the last drawn.
+func AskVictim(self, n int, draw func() uint64, asleep func(v int) bool) int {
+	v := Victim(draw(), self, n)
+	for try := 1; try < AskTries && asleep(v); try++ {
+		v = Victim(draw(), self, n)
+	}
+	return v
+}
+
 // anyRank marks a request that work of any rank answers.
 const anyRank = 1 << 30
 

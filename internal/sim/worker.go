@@ -369,7 +369,7 @@ func (w *vworker) ask(anything bool) {
 	if len(ws) < 2 {
 		return
 	}
-	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
+	v := ws[policy.AskVictim(w.id, len(ws), w.rng.Uint64, func(v int) bool { return ws[v].asleep })]
 	if v.requests.Post(w.id, policy.Request(w.primary, anything)) {
 		v.attn = true
 		w.stats.requests++
