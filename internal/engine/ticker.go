@@ -58,6 +58,11 @@ func (tk *ticker) run(rt *Runtime) {
 	defer close(tk.done)
 	t := time.NewTicker(rt.interrupt)
 	defer t.Stop()
+	// poke runs only while policy.Poke holds, between ticks.
+	poke := time.NewTicker(rt.dealEvery)
+	poke.Stop()
+	defer poke.Stop()
+	fast := rt.dealEvery < rt.interrupt
 	ws := make([]watch, len(rt.workers))
 	roundTicks := policy.RoundTicks(int64(rt.quantum), int64(rt.interrupt))
 	calm := 0
@@ -65,12 +70,23 @@ func (tk *ticker) run(rt *Runtime) {
 		select {
 		case <-tk.quit:
 			return
+		case <-poke.C:
+			if !pokeBusy(rt) {
+				poke.Stop()
+			}
+			continue
 		case <-t.C:
 		}
 		now := rt.now()
-		idle := false
+		idle, busy := false, false
 		for _, w := range rt.workers {
-			idle = idle || w.sleeper.Load() != nil
+			asleep := w.sleeper.Load() != nil
+			idle, busy = idle || asleep, busy || !asleep
+		}
+		if fast && policy.Poke(idle, busy) {
+			poke.Reset(rt.dealEvery)
+		} else {
+			poke.Stop()
 		}
 		for i, w := range rt.workers {
 			wt := &ws[i]
@@ -106,6 +122,25 @@ func (tk *ticker) run(rt *Runtime) {
 		}
 		calm = tk.fitPs(rt, calm, roundTicks)
 	}
+}
+
+// pokeBusy raises the attention of every worker that computes, if
+// policy.Poke still holds, and reports whether it did.
+func pokeBusy(rt *Runtime) bool {
+	idle, busy := false, false
+	for _, w := range rt.workers {
+		asleep := w.sleeper.Load() != nil
+		idle, busy = idle || asleep, busy || !asleep
+	}
+	if !policy.Poke(idle, busy) {
+		return false
+	}
+	for _, w := range rt.workers {
+		if w.sleeper.Load() == nil {
+			w.attn.Store(1)
+		}
+	}
+	return true
 }
 
 // fitPs keeps one extra P per detached thread that may compute (at most

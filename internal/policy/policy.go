@@ -240,6 +240,15 @@ func RefuseRevoke(busy bool, detBusy, running, detTop, below int) bool {
 	return busy && detBusy > 0 && running <= detTop && !above
 }
 
+// Poke reports whether the ticker raises the attention of the workers that
+// compute every deal interval, until its next tick, rather than once a
+// tick: while some worker sleeps (someAsleep) and some computes (someBusy),
+// the computing ones hold lazy forks that reach their banks, and so the
+// sleepers, only at a due preemption point, which in code that forks
+// rarely is the tick. After a barrier the work would spread by a fork
+// level per tick (simulator finding 1, docs/simulation.md).
+func Poke(someAsleep, someBusy bool) bool { return someAsleep && someBusy }
+
 // Promote reports whether a heartbeat promotes the oldest lazy fork of the
 // running goroutine into its bank: with two workers or more, when the bank
 // of its rank holds no live thread, so that a deal or request finds work.

@@ -14,6 +14,7 @@ const (
 	evTick                      // the ticker raises attention; the watchdog looks
 	evDetached                  // a detached goroutine reaches its next preemption point
 	evKernel                    // the kernel is submitted
+	evPoke                      // between ticks, the ticker raises busy workers' attention (policy.Poke)
 )
 
 // event is one scheduled event; gen must match the worker's generation for

@@ -214,6 +214,8 @@ func (s *sim) run() (*Result, error) {
 			s.arrival(e.t)
 		case evTick:
 			s.tick(e.t)
+		case evPoke:
+			s.poke(e.t)
 		case evDetached:
 			s.reattach(e.g, e.t)
 		case evKernel:
@@ -317,6 +319,38 @@ func (s *sim) tick(now int64) {
 	}
 	s.log.add(Entry{T: now, Kind: evTick, Worker: revoked, Rank: -1})
 	s.clock.at(event{t: now + s.p.Interrupt, kind: evTick})
+	s.schedulePoke(now)
+}
+
+// schedulePoke plans the next poke after now, if policy.Poke holds and it
+// falls before the next tick (ticker.run's second ticker).
+func (s *sim) schedulePoke(now int64) {
+	idle, busy := false, false
+	for _, w := range s.workers {
+		idle, busy = idle || w.asleep, busy || !w.asleep
+	}
+	next := now + s.p.DealInterval
+	if policy.Poke(idle, busy) && next < (now/s.p.Interrupt+1)*s.p.Interrupt {
+		s.clock.at(event{t: next, kind: evPoke})
+	}
+}
+
+// poke raises the attention of every worker that computes, as pokeBusy.
+func (s *sim) poke(now int64) {
+	idle, busy := false, false
+	for _, w := range s.workers {
+		idle, busy = idle || w.asleep, busy || !w.asleep
+	}
+	if !policy.Poke(idle, busy) {
+		return
+	}
+	for _, w := range s.workers {
+		if !w.asleep {
+			w.attn = true
+		}
+	}
+	s.log.add(Entry{T: now, Kind: evPoke, Worker: -1, Rank: -1})
+	s.schedulePoke(now)
 }
 
 // finish sums up the run.
