@@ -75,10 +75,12 @@ type Config struct {
 	// point, and the watchdog looks for stalled workers.
 	Interrupt time.Duration
 	// PromptBudget is how much processor time per round a worker may lend to
-	// ready threads of a priority higher than its primary one, so that they
-	// respond at once instead of at the next round (default RoundQuantum/20).
-	// It bounds the extra stretch of the primary priority to
-	// 1/(1-PromptBudget/RoundQuantum).
+	// ready threads of each priority higher than its primary one, so that
+	// they respond at once instead of at the next round (default
+	// RoundQuantum/20). Each such priority has a budget of its own, so that a
+	// busy middle priority cannot spend the top one's. With k priorities
+	// above the primary one that have shares, it bounds the extra stretch of
+	// the primary priority to 1/(1-k·PromptBudget/RoundQuantum).
 	PromptBudget time.Duration
 	// NoPromptBorrowing turns that lending off, leaving the paper's behaviour:
 	// higher-priority threads run on workers whose primary priority they are,
