@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"time"
 
@@ -101,6 +102,8 @@ type step struct {
 	// baseline marks a plain-goroutine run of table2, table5 or stall; plan
 	// puts them after every other step (see there).
 	baseline bool
+	// stall marks a step of the stall experiment, which uses its input.
+	stall bool
 }
 
 // suite runs the steps of one Config.
@@ -136,6 +139,14 @@ func Run(cfg Config) (*Results, error) {
 		if cfg.Progress != nil {
 			cfg.Progress(i, len(steps), st.name)
 		}
+		// Every step starts from a collected heap, as a Go benchmark does,
+		// and only a stall step keeps the stall input (tens of MiB) alive:
+		// a large live heap lengthens every collection, and so the tail of
+		// the echoes measured after it.
+		if !st.stall {
+			s.stallIn = nil
+		}
+		goruntime.GC()
 		rec, err := st.run()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", st.name, err)
@@ -193,10 +204,12 @@ func (s *suite) plan() []step {
 	if cfg.needs("stall") {
 		for _, p := range cfg.Procs {
 			for _, l := range stallLoads {
-				add(func() (*Record, error) { return s.stall(l, sysFairly, p) }, "stall %s fairly P=%d", l.name, p)
+				steps = append(steps, step{name: fmt.Sprintf("stall %s fairly P=%d", l.name, p), stall: true,
+					run: func() (*Record, error) { return s.stall(l, sysFairly, p) }})
 			}
 			l := stallLoadNamed("sort")
-			addBaseline(func() (*Record, error) { return s.stall(l, sysGoroutines, p) }, "stall %s goroutines P=%d", l.name, p)
+			steps = append(steps, step{name: fmt.Sprintf("stall %s goroutines P=%d", l.name, p), stall: true, baseline: true,
+				run: func() (*Record, error) { return s.stall(l, sysGoroutines, p) }})
 		}
 	}
 	if cfg.needs("http") {
