@@ -2,6 +2,7 @@ package thread_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -242,4 +243,46 @@ func ExampleFor() {
 	})
 	fmt.Println(squares[999], loopErr, err)
 	// Output: 998001 <nil> <nil>
+}
+
+// RunContext gives a thread a context: here a deadline. The thread's Sleep
+// ends when the deadline passes, and a loop checks the context as it would
+// call Yield.
+func ExampleRunContext() {
+	rt, _, batch := setup()
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	steps, err := thread.RunContext(ctx, rt, batch, func(c *thread.Ctx) int {
+		n := 0
+		for c.Context().Err() == nil {
+			if err := thread.Sleep(c, time.Millisecond); err != nil {
+				break // the deadline passed while it slept
+			}
+			n++
+		}
+		return n
+	})
+	fmt.Println(err, steps > 0, ctx.Err())
+	// Output: <nil> true context deadline exceeded
+}
+
+// AwaitContext passes the thread's context to a blocking call and returns
+// as soon as the context is done, even if the call ignores it.
+func ExampleAwaitContext() {
+	rt, ui, _ := setup()
+	defer rt.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	never := make(chan string)
+	defer close(never)
+	h := thread.GoContext(ctx, rt, ui, func(c *thread.Ctx) error {
+		_, err := thread.AwaitContext(c, func(context.Context) (string, error) {
+			return <-never, nil // a call that ignores its context
+		})
+		return err
+	})
+	cancel()
+	err, _ := h.Wait()
+	fmt.Println(err)
+	// Output: context canceled
 }
