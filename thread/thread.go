@@ -482,10 +482,10 @@ func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, err
 		return zero, err
 	}
 	ctx := c.Context()
-	var v T
-	var err error
 	done := c.done()
 	if done == nil {
+		var v T
+		var err error
 		c.task.Suspend(func() { v, err = f(ctx) })
 		return v, err
 	}
@@ -494,11 +494,11 @@ func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, err
 	c.task.Suspend(func() {
 		go func() {
 			var res awaited[T]
-			defer func() { ch <- res }()
 			defer func() {
 				if p := recover(); p != nil {
 					res.panic = &PanicError{Value: p, Stack: debug.Stack()}
 				}
+				ch <- res
 			}()
 			res.v, res.err = f(ctx)
 		}()

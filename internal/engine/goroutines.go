@@ -56,9 +56,6 @@ type gor struct {
 	wanted bool
 	// local is Task.Local's slot.
 	local any
-	// rested says the goroutine, a parked spare, was made a sleeping
-	// worker's sleeper by rest; written before the wake-up that reads it.
-	rested bool
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
 	// region is the execution-trace region of the thread code it runs now,
@@ -71,8 +68,14 @@ type gor struct {
 // adjacent-line prefetching pairs them).
 type cacheLinePad struct{ _ [128]byte }
 
+// newGor makes a goroutine record that Close waits for (gors).
 func (rt *Runtime) newGor() *gor {
 	rt.gors.Add(1)
+	return rt.record()
+}
+
+// record makes a goroutine record, parked and holding nothing.
+func (rt *Runtime) record() *gor {
 	return &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
 }
 
@@ -108,8 +111,9 @@ func (g *gor) main() {
 // RunHere runs t, prepared with Init, as a new thread on the calling
 // ordinary goroutine, if a worker sleeps: the goroutine takes the sleeping
 // worker's token itself, runs t as the worker's holder (t may park and
-// resume like any thread) and, when t has finished, hands the token to a
-// spare and returns true. It returns false, having done nothing, when no
+// resume like any thread) and, when t has finished, puts the worker it
+// holds back to sleep without waking anything (rest), or hands its token
+// to a spare when work waits, and returns true. It returns false, having done nothing, when no
 // worker sleeps or the caller runs a thread already: then Submit t.
 //
 // This is the idle path of thread.Run. Handing t to the sleeping worker
@@ -179,7 +183,7 @@ func (w *worker) caller() *gor {
 		g.label = rankLoop // the caller's labels are not the runtime's
 		return g
 	}
-	return &gor{rt: w.rt, wake: make(chan struct{}, 1), label: rankLoop}
+	return w.rt.record()
 }
 
 // takeSleeper takes the token of a sleeping worker, if one sleeps, starting

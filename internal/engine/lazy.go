@@ -12,9 +12,9 @@ import (
 // pushed on the lazy stack of the goroutine that runs the parent, and in the
 // common case the parent joins it before anybody else wanted it: Join pops
 // it and calls it inline, and the fork never cost a bank operation, a mode
-// change or a write to memory that other workers use. A lazy fork becomes a real thread of the bank
-// (it is promoted) only when work is wanted elsewhere, as in heartbeat
-// scheduling (Acar et al., PLDI 2018):
+// change or a write to memory that other workers use. A lazy fork becomes a
+// real thread of the bank (it is promoted) only when work is wanted
+// elsewhere, as in heartbeat scheduling (Acar et al., PLDI 2018):
 //
 //   - at a heartbeat: a preemption point that is due anyway (every
 //     checkEvery points or when the attention word is raised) promotes the

@@ -57,10 +57,10 @@ import (
 //     runs a lower priority and has not passed a preemption point for
 //     staleAfter: the arriving goroutine takes the token at once;
 //   - by the watchdog (ticker.go) when a worker has not passed a preemption
-//     point for policy.StallTicks ticks and someone waits for it (threads queued in
-//     its banks, inbox or mailboxes, a request, an idle worker that may want
-//     its spare threads, the end of its round), or for a whole round whether
-//     anyone waits or not (it may be blocked).
+//     point for policy.StallTicks ticks and someone waits for it (threads
+//     queued in its banks, inbox or mailboxes, a request, an idle worker that
+//     may want its spare threads, the end of its round), or for a whole round
+//     whether anyone waits or not (it may be blocked).
 //
 // A detached goroutine that computes takes processor time beside the
 // worker's new holder. To keep that bounded, a worker with a computing
@@ -68,8 +68,8 @@ import (
 // priority than every detached one (the watchdog adds at most one per
 // priority level; an arrival may add one each time it finds the worker stuck
 // again below it, so that a top-priority thread never waits for a library
-// call that may never end); detached
-// goroutines that block cost nothing and are not limited.
+// call that may never end); detached goroutines that block cost nothing and
+// are not limited.
 
 // staleAfter is how long a worker may go without a preemption point before
 // an arriving thread of higher priority takes its token instead of waiting:
@@ -79,8 +79,8 @@ const staleAfter = 250 * time.Microsecond
 
 // The modes of a goroutine; see above. modeQueued goes with modeUser: the
 // worker's banks (or the holder's lazy forks) held threads when its holder
-// left the scheduler, so the
-// watchdog knows, without touching owner state, that a stall holds them up.
+// left the scheduler, so the watchdog knows, without touching owner state,
+// that a stall holds them up.
 const (
 	modeSched   uint32 = 0
 	modeUser    uint32 = 1
@@ -148,10 +148,12 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 		return nil
 	}
 	w.detMu.Lock()
-	refused := policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below))
-	h.detBusy.Store(busy) // read by h only after the swap below succeeded
-	h.detSince.Store(rt.now())
-	won := !refused && h.mode.CompareAndSwap(m, modeRevoked)
+	won := false
+	if !policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below)) {
+		h.detBusy.Store(busy) // read by h only after the swap below succeeded
+		h.detSince.Store(rt.now())
+		won = h.mode.CompareAndSwap(m, modeRevoked)
+	}
 	w.detMu.Unlock()
 	if !won {
 		return nil // a second computing goroutine at that level would not help, or h came back

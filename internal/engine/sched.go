@@ -46,11 +46,11 @@ func (g *gor) loop() {
 			}
 			it.g.resume(w)
 			g.park()
-			if g.rested { // woken as the sleeper rest made it: as after idle
-				g.rested = false
-				if g.w != nil {
-					g.w.closeUnwanted()
-				}
+			// Handed a token again, perhaps as the sleeper that rest made it:
+			// as after idle, only the primary rank is wanted (a no-op for a
+			// worker that was busy all along).
+			if g.w != nil {
+				g.w.closeUnwanted()
 			}
 			continue
 		}
@@ -353,8 +353,9 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 }
 
 // idle runs when the worker has nothing: open every mailbox, ask a random
-// worker for work, then sleep until woken by new work. It returns with g holding a token again, or none (g.w == nil) if g
-// became surplus while asleep.
+// worker for work, then sleep until woken by new work. It returns with g
+// holding a token again, or none (g.w == nil) if g became surplus while
+// asleep.
 func (w *worker) idle(g *gor) {
 	w.windDown()
 	// From here on the worker counts as asleep: a waker hands the token back
@@ -410,7 +411,6 @@ func (w *worker) rest() bool {
 	}
 	sp := w.spare()
 	w.windDown()
-	sp.rested = true // read by sp once woken: it closes what idle would
 	// The holder of a sleeping worker is its sleeper, as after idle: the
 	// caller's record may hold another worker's token later, and a revoker
 	// must never find it as this worker's holder.

@@ -78,11 +78,7 @@ func (tk *ticker) run(rt *Runtime) {
 		case <-t.C:
 		}
 		now := rt.now()
-		idle, busy := false, false
-		for _, w := range rt.workers {
-			asleep := w.sleeper.Load() != nil
-			idle, busy = idle || asleep, busy || !asleep
-		}
+		idle, busy := rt.sleeping()
 		if fast && policy.Poke(idle, busy) {
 			poke.Reset(rt.dealEvery)
 		} else {
@@ -127,12 +123,7 @@ func (tk *ticker) run(rt *Runtime) {
 // pokeBusy raises the attention of every worker that computes, if
 // policy.Poke still holds, and reports whether it did.
 func pokeBusy(rt *Runtime) bool {
-	idle, busy := false, false
-	for _, w := range rt.workers {
-		asleep := w.sleeper.Load() != nil
-		idle, busy = idle || asleep, busy || !asleep
-	}
-	if !policy.Poke(idle, busy) {
+	if !policy.Poke(rt.sleeping()) {
 		return false
 	}
 	for _, w := range rt.workers {
@@ -141,6 +132,15 @@ func pokeBusy(rt *Runtime) bool {
 		}
 	}
 	return true
+}
+
+// sleeping reports whether some worker sleeps and whether some does not.
+func (rt *Runtime) sleeping() (some, notAll bool) {
+	for _, w := range rt.workers {
+		asleep := w.sleeper.Load() != nil
+		some, notAll = some || asleep, notAll || !asleep
+	}
+	return some, notAll
 }
 
 // fitPs keeps one extra P per detached thread that may compute (at most
