@@ -114,7 +114,12 @@ func TestWaitsEndWithContext(t *testing.T) {
 	slept, err := thread.RunContext(ctx, rt, p[0], func(c *thread.Ctx) error { return thread.Sleep(c, time.Hour) })
 	require.NoError(t, err)
 	require.ErrorIs(t, slept, context.DeadlineExceeded, "Sleep ends with the context")
-	_, err = thread.GoContext(ctx, rt, p[0], func(c *thread.Ctx) int { return 0 }).WaitContext(ctx)
+	release := make(chan struct{})
+	defer close(release)
+	blocked := thread.Go(rt, p[0], func(c *thread.Ctx) int {
+		return thread.Await(c, func() int { <-release; return 0 })
+	})
+	_, err = blocked.WaitContext(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "WaitContext gives up with its context")
 
 	ctx, cancel = context.WithCancel(context.Background())

@@ -111,7 +111,7 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 		c.task.Nest(-1)
 		c.task.Join(&rec.ctx.task)
 		if rec.err != nil {
-			panic(rec.err)
+			panic(rec.err.Value) // as a plain call would: not wrapped twice
 		}
 		ry = rec.res
 	}

@@ -176,6 +176,23 @@ func TestFork2Panic(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Value != "second" {
 		t.Fatalf("err = %v, want the second half's panic", err)
 	}
+	// The second half made a real thread (the first parks in Await, which
+	// promotes it) and run by the runtime: its panic reaches the caller with
+	// its own value, not wrapped once more.
+	started := make(chan struct{})
+	_, err = thread.Run(rt, p, func(c *thread.Ctx) int {
+		_, b := thread.Fork2(c, func(c *thread.Ctx, i int) int {
+			if i == 0 {
+				return thread.Await(c, func() int { <-started; return 0 })
+			}
+			close(started)
+			panic("promoted")
+		}, 0, 1)
+		return b
+	})
+	if !errors.As(err, &pe) || pe.Value != "promoted" {
+		t.Fatalf("err = %v, want the promoted half's panic", err)
+	}
 	if n := second.Load(); n > 0 {
 		t.Logf("the second half ran %d times after the first panicked (taken by another worker)", n)
 	}
