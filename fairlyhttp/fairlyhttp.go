@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/fairlyprompt/fairly/fairness"
@@ -75,7 +76,11 @@ func Route(prefix string, p fairness.Priority) Option {
 // (http.Header.Get: the first value, name in any case). Use it for a
 // priority the client chooses, e.g. Header("X-Priority", "batch", batch).
 func Header(name, value string, p fairness.Priority) Option {
-	return addRule(p, func(r *http.Request) bool { return r.Header.Get(name) == value })
+	key := textproto.CanonicalMIMEHeaderKey(name) // once, not per request
+	return addRule(p, func(r *http.Request) bool {
+		vs := r.Header[key]
+		return len(vs) > 0 && vs[0] == value
+	})
 }
 
 // Func places each request at the priority f returns; the zero
@@ -167,17 +172,21 @@ func Thread(r *http.Request) *thread.Ctx {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := h.priority(r)
 	rw := &responseWriter{ResponseWriter: w}
-	err := run(r.Context(), h.rt, p, func(c *thread.Ctx) {
+	// The thread has the request's context: cancelled when the client
+	// leaves. RunContext returns only once the handler has.
+	_, err := thread.RunContext(r.Context(), h.rt, p, func(c *thread.Ctx) struct{} {
 		h.next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		return struct{}{}
 	})
 	if err == nil {
 		return
 	}
 	var pe *thread.PanicError
 	switch {
-	case errors.As(err, &pe) && pe.Value == http.ErrAbortHandler:
-		panic(http.ErrAbortHandler) // the handler's own way to abort: net/http does it quietly
 	case errors.As(err, &pe):
+		if pe.Value == http.ErrAbortHandler {
+			panic(http.ErrAbortHandler) // the handler's own way to abort: net/http does it quietly
+		}
 		h.rt.ReportPanic(p, pe.Value, pe.Stack)
 		if rw.wrote {
 			panic(http.ErrAbortHandler) // too late for a 500: cut the response short, as net/http would
@@ -185,23 +194,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 	case errors.Is(err, runtime.ErrClosed):
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
-	default: // a priority of Func the runtime does not know, a Goexit in the handler
+	default: // a priority of Func the runtime does not know; a Goexit in a handler run by a worker (on the serving goroutine it ends that goroutine)
 		slog.Error("fairlyhttp: request not served", "method", r.Method, "path", r.URL.Path, "priority", p.String(), "err", err)
 		if !rw.wrote {
 			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 		}
 	}
-}
-
-// run runs serve as a thread of rt at p and waits for it. It is the one
-// place that starts a request's thread; ctx is the request's context, which
-// serve's request carries too.
-func run(ctx context.Context, rt *runtime.Runtime, p fairness.Priority, serve func(*thread.Ctx)) error {
-	_, err := thread.RunContext(ctx, rt, p, func(c *thread.Ctx) struct{} {
-		serve(c)
-		return struct{}{}
-	})
-	return err
 }
 
 // responseWriter remembers whether the response has begun, so that a panic
