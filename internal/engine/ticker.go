@@ -105,15 +105,12 @@ func (tk *ticker) run(rt *Runtime) {
 			}
 			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
 				now >= w.roundEnd.Load()
-			var v *worker
-			switch policy.Watchdog(wt.ticks, roundTicks, demand) {
-			case policy.RevokeBusy:
-				v = rt.revoke(w, h, policy.WatchdogRank, true)
-			case policy.RevokeBlocked:
-				v = rt.revoke(w, h, policy.WatchdogRank, false) // blocked, most likely
-			}
-			if v != nil {
-				rt.newGor().start(v)
+			// RevokeBlocked: nobody waits, but a round went by; it is blocked,
+			// most likely, and costs no processor detached.
+			if verdict := policy.Watchdog(wt.ticks, roundTicks, demand); verdict != policy.Wait {
+				if v := rt.revoke(w, h, policy.WatchdogRank, verdict == policy.RevokeBusy); v != nil {
+					rt.newGor().start(v)
+				}
 			}
 		}
 		calm = tk.fitPs(rt, calm, roundTicks)
