@@ -80,8 +80,8 @@ func drawFig9(res *Results, path string) error {
 			name string
 			get  func(Latency) float64
 		}{
-			{"p50", func(l Latency) float64 { return l.P50.Seconds() * 1e3 }},
-			{"p99", func(l Latency) float64 { return l.P99.Seconds() * 1e3 }},
+			{"p50", func(l Latency) float64 { return inMs(l.P50) }},
+			{"p99", func(l Latency) float64 { return inMs(l.P99) }},
 		} {
 			var pts plotter.XYs
 			for _, sh := range res.Shares {

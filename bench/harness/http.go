@@ -99,10 +99,10 @@ func (h HTTPConfig) withDefaults() HTTPConfig {
 // validate reports the first problem of h, matching ErrConfig.
 func (h HTTPConfig) validate() error {
 	switch {
-	case !(h.Rate >= 0 && h.Rate <= MaxEchoRate):
-		return badConfig("http rate %v is not in (0, %d] requests per second (0: the default)", h.Rate, MaxEchoRate)
-	case h.For < 0 || h.For > MaxEchoFor:
-		return badConfig("http run length %v is not in (0, %v] (0: the default)", h.For, MaxEchoFor)
+	case !(h.Rate >= 0 && h.Rate <= driver.MaxHTTPRate):
+		return badConfig("http rate %v is not in (0, %d] requests per second (0: the default)", h.Rate, driver.MaxHTTPRate)
+	case h.For < 0 || h.For > driver.MaxHTTPFor:
+		return badConfig("http run length %v is not in (0, %v] (0: the default)", h.For, driver.MaxHTTPFor)
 	case h.KiB < 0 || h.KiB > MaxHTTPKiB:
 		return badConfig("http work %d KiB is not in 1..%d (0: the default)", h.KiB, MaxHTTPKiB)
 	}
@@ -137,7 +137,7 @@ func httpWork(w http.ResponseWriter, r *http.Request) {
 	seed, err := strconv.ParseUint(q.Get("seed"), 10, 64)
 	kib, kerr := strconv.Atoi(q.Get("kib"))
 	if err != nil || kerr != nil || kib < 0 || kib > MaxHTTPKiB {
-		http.Error(w, "want ?seed=N&kib=K with K in 0..1024", http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("want ?seed=N&kib=K with K in 0..%d", MaxHTTPKiB), http.StatusBadRequest)
 		return
 	}
 	h := sha256.New()
@@ -355,7 +355,7 @@ func httpPaired(a, b []*Record, f func(a, b *Record) float64) Spread {
 // p99ms is a record's p99 in milliseconds, NaN without answers.
 func p99ms(rec *Record) float64 {
 	if l := latency(rec); l.N > 0 {
-		return l.P99.Seconds() * 1e3
+		return inMs(l.P99)
 	}
 	return math.NaN()
 }
@@ -386,7 +386,7 @@ func httpTable(res *Results) Section {
 			lat := func(recs []*Record, q func(Latency) time.Duration) Spread {
 				return httpSpread(recs, func(r *Record) float64 {
 					if l := latency(r); l.N > 0 {
-						return q(l).Seconds() * 1e3
+						return inMs(q(l))
 					}
 					return math.NaN()
 				})

@@ -248,9 +248,8 @@ func drawStall(res *Results, path string) error {
 			var pts spreadPoints
 			for x, l := range stallLoads {
 				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
-					ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 }
-					pts.add(float64(x)+0.1*(float64(i)-1.5), lg(ms(lat.P99)), lg(ms(lat.P50)), lg(ms(lat.Max)))
-					ys = append(ys, ms(lat.P50), ms(lat.Max))
+					pts.add(float64(x)+0.1*(float64(i)-1.5), lg(inMs(lat.P99)), lg(inMs(lat.P50)), lg(inMs(lat.Max)))
+					ys = append(ys, inMs(lat.P50), inMs(lat.Max))
 				}
 			}
 			if err := pts.draw(p, i, fmt.Sprintf("%s, P=%d", sys, procs)); err != nil {

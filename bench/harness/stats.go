@@ -82,6 +82,9 @@ func latencyOf(rtts []time.Duration, lost int) Latency {
 	return Latency{P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1], N: len(s), Lost: lost}
 }
 
+// inMs is d in milliseconds, for charts and ratios.
+func inMs(d time.Duration) float64 { return d.Seconds() * 1e3 }
+
 // ms prints a duration in milliseconds with a precision that suits it.
 func ms(d time.Duration) string {
 	v := float64(d) / float64(time.Millisecond)
