@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -111,11 +110,12 @@ type kernelOnce struct {
 }
 
 type simJob struct {
-	key  string
-	cfg  func() (sim.Config, error)
-	done chan struct{}
-	res  *sim.Result
-	err  error
+	key    string
+	cfg    func() (sim.Config, error)
+	done   chan struct{}
+	res    *sim.Result
+	bounds int // how many bounds of the theorems were checked, all of which held
+	err    error
 }
 
 func simKey(kernel string, procs int, c Criterion) string {
@@ -184,7 +184,7 @@ func (r *simRuns) start() {
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
 			for j := range next {
-				j.res, j.err = runChecked(j.cfg)
+				j.res, j.bounds, j.err = runChecked(j.cfg)
 				close(j.done)
 			}
 		}()
@@ -197,31 +197,34 @@ func (r *simRuns) start() {
 	}()
 }
 
-// runChecked runs one simulation and checks the theorems on it.
-func runChecked(mk func() (sim.Config, error)) (*sim.Result, error) {
+// runChecked runs one simulation and checks the theorems on it; it returns
+// how many bounds it checked.
+func runChecked(mk func() (sim.Config, error)) (*sim.Result, int, error) {
 	cfg, err := mk()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res, err := sim.Run(cfg)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if v := sim.Violations(cfg, res); len(v) > 0 {
+	bounds := sim.Check(cfg, res)
+	if v := slices.DeleteFunc(slices.Clone(bounds), sim.Bound.Holds); len(v) > 0 {
 		msgs := make([]string, 0, min(len(v), 3))
 		for _, b := range v[:min(len(v), 3)] {
 			msgs = append(msgs, b.String())
 		}
-		return nil, fmt.Errorf("%d bounds violated, e.g. %s", len(v), strings.Join(msgs, "; "))
+		return nil, 0, fmt.Errorf("%d bounds violated, e.g. %s", len(v), strings.Join(msgs, "; "))
 	}
-	return res, nil
+	return res, len(bounds), nil
 }
 
-// result waits for the simulation of key.
-func (r *simRuns) result(key string) (*sim.Result, error) {
+// result waits for the simulation of key; bounds is how many bounds of the
+// theorems it checked.
+func (r *simRuns) result(key string) (res *sim.Result, bounds int, err error) {
 	j := r.byKey[key]
 	<-j.done
-	return j.res, j.err
+	return j.res, j.bounds, j.err
 }
 
 // simSteps are the experiment's steps: the calibration, then one per
@@ -250,19 +253,15 @@ func (s *suite) simSteps(add func(run func() (*Record, error), format string, a 
 
 // record sums up the runs of one setting.
 func (r *simRuns) record(kind, name string, procs int, c Criterion) (*Record, error) {
-	alone, err := r.result(simKey(name, procs, simAlone))
+	alone, _, err := r.result(simKey(name, procs, simAlone))
 	if err != nil {
 		return nil, fmt.Errorf("alone: %w", err)
 	}
-	res, err := r.result(simKey(name, procs, c))
+	res, bounds, err := r.result(simKey(name, procs, c))
 	if err != nil {
 		return nil, err
 	}
 	k, err := r.kernel(name, procs)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := r.byKey[simKey(name, procs, c)].cfg()
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +273,7 @@ func (r *simRuns) record(kind, name string, procs int, c Criterion) (*Record, er
 		DealsPerRound: float64(res.Deals) / rounds, RequestsPerRound: float64(res.Requests) / rounds,
 		TimeUs: float64(res.Time) / 1e3, AloneUs: float64(alone.Time) / 1e3,
 		WorkUs: float64(k.Work) / 1e3, SpanUs: float64(k.Span) / 1e3,
-		Bounds: len(sim.Check(cfg, res)), Digest: fmt.Sprintf("%016x", res.Digest),
+		Bounds: bounds, Digest: fmt.Sprintf("%016x", res.Digest),
 		Responses: len(res.Responses),
 	}
 	if kind == kindSim {
@@ -283,16 +282,20 @@ func (r *simRuns) record(kind, name string, procs int, c Criterion) (*Record, er
 	if len(res.Responses) == 0 {
 		return nil, errors.New("no interactive thread finished")
 	}
-	rs := slices.Sorted(slices.Values(res.Responses))
-	p50, p99 := float64(rank(rs, 0.50)), float64(rank(rs, 0.99))
+	lat := latencyOf(responses(res), 0) // nearest-rank percentiles
+	p50, p99 := float64(lat.P50), float64(lat.P99)
 	sr.ResponseP50us, sr.ResponseP99us = p50/1e3, p99/1e3
 	sr.ResponseP50Rounds, sr.ResponseP99Rounds = p50/q, p99/q
 	return &Record{Kind: kind, Kernel: name, Procs: procs, Criterion: c.String(), Size: int(k.Size), SimRecord: sr}, nil
 }
 
-// rank is the nearest-rank percentile q of sorted xs.
-func rank(xs []int64, q float64) int64 {
-	return xs[max(0, int(math.Ceil(q*float64(len(xs))))-1)]
+// responses are res's response times as durations (virtual nanoseconds).
+func responses(res *sim.Result) []time.Duration {
+	out := make([]time.Duration, len(res.Responses))
+	for i, r := range res.Responses {
+		out[i] = time.Duration(r)
+	}
+	return out
 }
 
 // simSections are the sim experiment's tables and charts.

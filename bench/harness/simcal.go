@@ -3,6 +3,7 @@ package harness
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,26 +60,14 @@ func perOp(reps int, f func()) int64 {
 }
 
 func median(ts []int64) int64 {
-	s := append([]int64(nil), ts...)
-	for i := range s { // insertion sort: a few dozen values
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(ts)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 
 // batched is the median over reps of the time per operation of f(n).
 func batched(reps, n int, f func(n int)) int64 {
 	return perOp(reps, func() { f(n) }) / int64(n)
-}
-
-func fibCalls(n int) int64 {
-	a, b := int64(1), int64(1)
-	for range n {
-		a, b = b, a+b+1
-	}
-	return a
 }
 
 // forkCost is what a fork and its join add to a call: thread.Fork2's fib
@@ -99,7 +88,7 @@ func forkCost() (int64, error) {
 		runErr = err
 	}
 	seq := perOp(9, func() { kernels.FibSeq(n) })
-	forks := (fibCalls(n) - 1) / 2
+	forks := (sim.FibCalls(n) - 1) / 2
 	return max(1, (forked-seq)/forks), runErr
 }
 

@@ -76,7 +76,6 @@ func (q *queue) pop() event {
 
 // clock is the virtual clock with its pending events.
 type clock struct {
-	now int64
 	seq uint64
 	q   queue
 }
@@ -91,9 +90,7 @@ func (c *clock) pop() (event, bool) {
 	if len(c.q) == 0 {
 		return event{}, false
 	}
-	e := c.q.pop()
-	c.now = e.t
-	return e, true
+	return c.q.pop(), true
 }
 
 // Entry is one line of the event log: what an event did. Worker events

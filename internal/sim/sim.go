@@ -32,9 +32,9 @@ type Params struct {
 	DealInterval int64 // between two deals of a worker (runtime.DefaultDealInterval)
 	Interrupt    int64 // ticker period (runtime.Config.Interrupt)
 	Budget       int64 // prompt budget per round (default Quantum/20)
-	CheckEvery   int   // preemption points between two passes through the scheduler (runtime's checkEvery)
-	IdleSpin     int64 // how long an idle worker spins before it parks (runtime's idleSpin)
-	StaleAfter   int64 // without a preemption point, a worker is stale (runtime's staleAfter)
+	CheckEvery   int   // preemption points between two passes through the scheduler (internal/engine's checkEvery)
+	IdleSpin     int64 // how long an idle worker spins before it parks (internal/engine's idleSpin)
+	StaleAfter   int64 // without a preemption point, a worker is stale (internal/engine's staleAfter)
 	NoBorrow     bool  // Config.NoPromptBorrowing
 }
 
@@ -132,7 +132,6 @@ type sim struct {
 	res     Result
 	kernel  *vtask
 	done    bool
-	detTop  int // highest rank of a detached computing goroutine, policy.NoRank if none
 	ticks   []int
 	beats   []uint64
 }
@@ -171,7 +170,7 @@ func newSim(cfg Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{cfg: cfg, p: cfg.Params, c: cfg.Costs, crit: crit, ranks: crit.Len(), detTop: policy.NoRank,
+	s := &sim{cfg: cfg, p: cfg.Params, c: cfg.Costs, crit: crit, ranks: crit.Len(),
 		arrive: rand.New(rand.NewPCG(cfg.Seed, 0xa77))}
 	for i, p := range []fairness.Priority{hi, mid, lo} {
 		s.rank[i], _ = o.Rank(p)
@@ -282,15 +281,13 @@ func (s *sim) steer(it item, now int64) int {
 	return best.id
 }
 
-// tick is the ticker and the watchdog (runtime/ticker.go): raise every busy
-// worker's attention; revoke the token of a worker that passed no
-// preemption point for policy.StallTicks ticks when somebody waits for it,
-// or for a whole round.
+// tick is the ticker and the watchdog (internal/engine/ticker.go): raise
+// every busy worker's attention; revoke the token of a worker that passed
+// no preemption point for policy.StallTicks ticks when somebody waits for
+// it, or for a whole round.
 func (s *sim) tick(now int64) {
-	idle := false
-	for _, w := range s.workers {
-		idle = idle || w.asleep
-	}
+	// Revocations wake no worker, so idle and busy hold for the whole tick.
+	idle, busy := s.sleeping()
 	roundTicks := policy.RoundTicks(s.p.Quantum, s.p.Interrupt)
 	revoked := int32(-1)
 	for i, w := range s.workers {
@@ -306,41 +303,41 @@ func (s *sim) tick(now int64) {
 		s.ticks[i]++
 		demand := idle || len(w.inbox) > 0 || w.mailFlag || w.requests.Pending() || w.highest() >= 0 || w.g.lazyLive() ||
 			now >= w.nextRound
-		switch policy.Watchdog(s.ticks[i], roundTicks, demand) {
-		case policy.RevokeBusy:
-			if s.revoke(w, policy.WatchdogRank, true, now) {
-				revoked = int32(i)
-			}
-		case policy.RevokeBlocked:
-			if s.revoke(w, policy.WatchdogRank, false, now) {
+		// RevokeBlocked: nobody waits, but a round went by; it is blocked,
+		// most likely, and costs no processor detached.
+		if v := policy.Watchdog(s.ticks[i], roundTicks, demand); v != policy.Wait {
+			if s.revoke(w, policy.WatchdogRank, v == policy.RevokeBusy, now) {
 				revoked = int32(i)
 			}
 		}
 	}
 	s.log.add(Entry{T: now, Kind: evTick, Worker: revoked, Rank: -1})
 	s.clock.at(event{t: now + s.p.Interrupt, kind: evTick})
-	s.schedulePoke(now)
+	s.schedulePoke(now, idle, busy)
 }
 
-// schedulePoke plans the next poke after now, if policy.Poke holds and it
-// falls before the next tick (ticker.run's second ticker).
-func (s *sim) schedulePoke(now int64) {
-	idle, busy := false, false
+// sleeping reports whether some worker sleeps and whether some does not
+// (Runtime.sleeping).
+func (s *sim) sleeping() (some, notAll bool) {
 	for _, w := range s.workers {
-		idle, busy = idle || w.asleep, busy || !w.asleep
+		some, notAll = some || w.asleep, notAll || !w.asleep
 	}
+	return some, notAll
+}
+
+// schedulePoke plans the next poke after now, if policy.Poke holds for
+// idle and busy (from sleeping) and it falls before the next tick
+// (ticker.run's second ticker).
+func (s *sim) schedulePoke(now int64, idle, busy bool) {
 	next := now + s.p.DealInterval
-	if policy.Poke(idle, busy) && next < (now/s.p.Interrupt+1)*s.p.Interrupt {
+	if policy.Poke(idle, busy) && next < policy.RoundEnd(now, s.p.Interrupt) {
 		s.clock.at(event{t: next, kind: evPoke})
 	}
 }
 
 // poke raises the attention of every worker that computes, as pokeBusy.
 func (s *sim) poke(now int64) {
-	idle, busy := false, false
-	for _, w := range s.workers {
-		idle, busy = idle || w.asleep, busy || !w.asleep
-	}
+	idle, busy := s.sleeping()
 	if !policy.Poke(idle, busy) {
 		return
 	}
@@ -350,7 +347,7 @@ func (s *sim) poke(now int64) {
 		}
 	}
 	s.log.add(Entry{T: now, Kind: evPoke, Worker: -1, Rank: -1})
-	s.schedulePoke(now)
+	s.schedulePoke(now, idle, busy) // raising attention wakes nobody
 }
 
 // finish sums up the run.

@@ -129,10 +129,10 @@ func TestWorkSpan(t *testing.T) {
 	m15 := workSpan(f(FibLeafN-1), c)
 	assert.Equal(t, int64(1), m17.forks)
 	assert.Zero(t, m17.barriers)
-	assert.Equal(t, m16.work+m15.work+max(1, g.FibLeaf/fibCalls(FibLeafN)), m17.work)
-	assert.Equal(t, int64(1), fibCalls(1))
-	assert.Equal(t, int64(3), fibCalls(2))
-	assert.Equal(t, int64(5), fibCalls(3))
+	assert.Equal(t, m16.work+m15.work+max(1, g.FibLeaf/FibCalls(FibLeafN)), m17.work)
+	assert.Equal(t, int64(1), FibCalls(1))
+	assert.Equal(t, int64(3), FibCalls(2))
+	assert.Equal(t, int64(5), FibCalls(3))
 
 	l := parallel(8, 3*strideLen, 2) // eight iterations of three strides each
 	m := workSpan(l, c)

@@ -4,8 +4,8 @@ import "github.com/fairlyprompt/fairly/internal/policy"
 
 // Threads and the virtual goroutines that run them: a thread's code is its
 // node's Step (work, forks, joins, more work), interpreted frame by frame
-// with the runtime's lazy forks (runtime/lazy.go), preemption points and
-// join paths (runtime/preempt.go, goroutines.go).
+// with the runtime's lazy forks (internal/engine/lazy.go), preemption
+// points and join paths (internal/engine/preempt.go, goroutines.go).
 
 // States of a thread, as Task's claim word and done flag.
 const (
@@ -21,7 +21,6 @@ type vtask struct {
 	depth       int32
 	node        Node
 	state       uint8
-	shared      bool // promoted out of a lazy stack
 	waiters     []item
 	arrived     int64
 	finished    int64
@@ -279,7 +278,6 @@ func (g *vgor) promote(w *vworker, i int) {
 		return
 	}
 	g.lazy[i] = nil
-	t.shared = true
 	w.stats.promotions++
 	w.insert(item{t: t})
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/fairlyprompt/fairly/mailbox"
 )
 
-// A virtual worker and its scheduling loop: runtime/sched.go's loop,
-// service, newRound, next, choose, deal, sendTo, idle and ask, step for
-// step, on the real banks and mailboxes, with the decisions of
+// A virtual worker and its scheduling loop: internal/engine/sched.go's
+// loop, service, newRound, next, choose, deal, sendTo, idle and ask, step
+// for step, on the real banks and mailboxes, with the decisions of
 // internal/policy. Time passes by costs: a worker at an event does what the
 // runtime would do at that point, adding the cost of each operation to its
 // local time t, and schedules its next event at t.
@@ -131,10 +131,9 @@ func (w *vworker) dispatch() {
 			w.g = it.g
 			return
 		}
-		if it.t.state != stNew {
+		if !it.t.claim() {
 			continue // a joiner ran it inline already
 		}
-		it.t.state = stClaimed
 		w.setRunning(it.t.rank)
 		w.g = &vgor{}
 		w.g.start(w, it.t)
@@ -286,11 +285,7 @@ func (w *vworker) deal() {
 	if id, req, ok := w.requests.Take(); ok && id != w.id {
 		r, anything := policy.RequestedRank(req)
 		w.offerBuf = policy.RequestOrder(w.offerBuf[:0], r, anything, w.cur, w.top)
-		for _, x := range w.offerBuf {
-			if w.sendTo(ws[id], x, next) {
-				return
-			}
-		}
+		w.offer(ws[id], w.offerBuf, next)
 		return
 	}
 	if len(ws) < 2 {
@@ -298,8 +293,13 @@ func (w *vworker) deal() {
 	}
 	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
 	w.offerBuf = policy.OfferOrder(w.offerBuf[:0], v.primary, w.cur)
-	for _, x := range w.offerBuf {
-		if w.sendTo(v, x, next) {
+	w.offer(v, w.offerBuf, next)
+}
+
+// offer is worker.offer: deal the first rank of ranks that sendTo can.
+func (w *vworker) offer(v *vworker, ranks []int, next int) {
+	for _, r := range ranks {
+		if w.sendTo(v, r, next) {
 			return
 		}
 	}
@@ -403,9 +403,10 @@ func (w *vworker) charge(now int64) {
 }
 
 // revoke takes w's token from the goroutine running a thread's segment of
-// rank below below (runtime revoke): the goroutine goes on detached and
-// comes back as a continuation when its segment ends; w goes on with a new
-// goroutine. busy says it computes: policy.RefuseRevoke limits those.
+// rank below below (Runtime.revoke, internal/engine/revoke.go): the
+// goroutine goes on detached and comes back as a continuation when its
+// segment ends; w goes on with a new goroutine. busy says it computes:
+// policy.RefuseRevoke limits those.
 func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
 	g := w.g
 	if g == nil || !g.inSegment || w.cur >= below {

@@ -171,13 +171,14 @@ type fib struct{ g Grain }
 // Expand is a call of fib.
 func (f fib) Expand(n Node, buf []Node) Step {
 	if n.A <= FibLeafN {
-		return Step{Pre: max(1, f.g.FibLeaf*fibCalls(n.A)/fibCalls(FibLeafN))}
+		return Step{Pre: max(1, f.g.FibLeaf*FibCalls(n.A)/FibCalls(FibLeafN))}
 	}
-	return Step{Pre: max(1, f.g.FibLeaf/fibCalls(FibLeafN)), Kids: append(buf, Node{Shape: f, A: n.A - 1}, Node{Shape: f, A: n.A - 2})}
+	return Step{Pre: max(1, f.g.FibLeaf/FibCalls(FibLeafN)), Kids: append(buf, Node{Shape: f, A: n.A - 1}, Node{Shape: f, A: n.A - 2})}
 }
 
-// fibCalls is how many calls sequential fib(n) makes.
-func fibCalls(n int64) int64 {
+// FibCalls is how many calls sequential fib(n) makes: it sizes the
+// simulated leaves, and bench/harness's calibration counts forks with it.
+func FibCalls(n int64) int64 {
 	a, b := int64(1), int64(1) // calls of fib(0), fib(1)
 	for range n {
 		a, b = b, a+b+1
