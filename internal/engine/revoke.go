@@ -1,6 +1,7 @@
 package engine
 
 import (
+	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"time"
@@ -88,6 +89,23 @@ const (
 	modeQueued  uint32 = 4
 )
 
+// Thread code keeps its OS thread. While a goroutine runs a thread's code
+// (from leave to enter) it is locked to its OS thread. Code that runs long
+// without a preemption point, detached or not, then stays on one OS thread
+// when Go preempts it every 10 ms, instead of hopping to whichever thread
+// of Go's steals it from the global run queue. That matters to the OS
+// scheduler: Linux's EEVDF remembers how far each thread ran ahead of its
+// share (lag, up to a few ms) and lets a woken thread run only once that
+// debt is paid. Hopping spread the library call's processor time over every
+// thread of the process, so the thread that woke for the network poller
+// owed a few ms as often as not, and the top priority's reply waited for it
+// (echo beside two such calls at P = 2: p99 3–4 ms, 1.2–2.3 ms locked; see
+// docs/design.md). A lock costs two field writes; the goroutine is unlocked
+// again in enter, before anything in the scheduler can park it, so hand-offs
+// between goroutines stay the cheap ones Go makes on one OS thread. Thread
+// code that blocks outside Await (a channel, a mutex) parks its OS thread
+// with it; Go runs the P on another.
+
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
 	r := g.w.cur
@@ -103,12 +121,14 @@ func (g *gor) leave() {
 		m |= modeQueued
 	}
 	g.mode.Store(m)
+	goruntime.LockOSThread() // see above
 }
 
 // enter marks the passage from thread t's code back into the scheduler. If
 // g's token was revoked meanwhile, it first queues t and waits until t holds
 // a token again. Either way it returns holding a token, in modeSched.
 func (g *gor) enter(t *Task) {
+	goruntime.UnlockOSThread() // locked in leave
 	if g.region != nil {
 		g.region.End()
 		g.region = nil

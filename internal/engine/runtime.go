@@ -43,6 +43,7 @@ type Config struct {
 	Criterion                             *fairness.Criterion
 	Quantum, DealEvery, Interrupt, Budget time.Duration
 	Borrow, Independent, ReserveP         bool
+	ShortSlices                           bool
 	Seed                                  uint64
 	OnPanic                               func(p fairness.Priority, value any, stack []byte)
 }
@@ -77,6 +78,7 @@ type Runtime struct {
 	moves     atomic.Uint64 // threads handed to another worker, for Close
 	onPanic   func(p fairness.Priority, value any, stack []byte)
 	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none
+	sliced    bool         // holds a share of the process's short time slices
 	extraPs   int          // Ps reserved for detached threads; the ticker's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
 	public    any          // the *runtime.Runtime that wraps this engine
@@ -127,6 +129,10 @@ func New(cfg Config) *Runtime {
 	if cfg.ReserveP {
 		rt.reserved = cfg.Procs
 		reserveP(rt.reserved)
+	}
+	if cfg.ShortSlices {
+		rt.sliced = true
+		shortenSlices(true)
 	}
 	for _, w := range rt.workers {
 		rt.newGor().start(w)
@@ -212,6 +218,9 @@ func (rt *Runtime) Close() error {
 	if rt.reserved+rt.extraPs > 0 {
 		releaseP(rt.reserved + rt.extraPs)
 	}
+	if rt.sliced {
+		shortenSlices(false)
+	}
 	return nil
 }
 
@@ -241,6 +250,28 @@ var maxprocs struct {
 	sync.Mutex
 	workers  int // workers of the live runtimes that reserved
 	original int // GOMAXPROCS before the first of them
+}
+
+// osSlices counts the live runtimes that shortened the process's time slices
+// (setSlices): the first shortens them, the last Close gives the default
+// back.
+var osSlices struct {
+	sync.Mutex
+	users int
+}
+
+// shortenSlices takes (on) or drops a share of the short time slices.
+func shortenSlices(on bool) {
+	osSlices.Lock()
+	defer osSlices.Unlock()
+	if on {
+		osSlices.users++
+	} else {
+		osSlices.users--
+	}
+	if n := osSlices.users; on && n == 1 || !on && n == 0 {
+		setSlices(on)
+	}
 }
 
 // BaseProcs is GOMAXPROCS as the program set it, not as raised by runtimes.

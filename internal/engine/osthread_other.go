@@ -6,3 +6,6 @@ package engine
 // the next best thing for wake-ups, but it keeps the P from polling the
 // network (see docs/design.md), which is worse.
 func osYield() {}
+
+// setSlices does nothing where the kernel has no per-thread time slices.
+func setSlices(bool) {}

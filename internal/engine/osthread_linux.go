@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// osYield gives the worker's OS thread's processor to another runnable
+// thread, if any, without leaving the Go P: the raw syscall keeps the P.
+func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// shortSlice is the time slice (sched_runtime, ns) fairly asks of Linux for
+// every thread of the process: the shortest a fair-class thread may have.
+// Linux 6.12 and later schedule such threads by EEVDF: a running thread is
+// preempted when another wakes only if it has used up its slice, else the
+// woken one waits for the next scheduler tick (4 ms at HZ=250). The default
+// slice is 0.7 to 3 ms, so a woken thread, Go's network poller that must
+// wake the top priority above all, waited for a tick about as often as not
+// while every core ran a worker or code without preemption points. With
+// 0.1 ms it waits only if the running thread was picked less than 0.1 ms
+// ago. A slice does not change any thread's share of processor time. Older
+// kernels ignore it.
+const shortSlice = 100_000
+
+// setSlices gives every thread of the process the short time slice (short)
+// or the kernel's default one, keeping each thread's policy and nice value.
+// Threads created later inherit the slice of the thread that creates them,
+// and Go creates its threads from its own, so one pass covers the process.
+// Unlike nice values and SCHED_IDLE, which an unprivileged process may only
+// raise, it may set slices both ways.
+func setSlices(short bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		if err := setSlice(tid, short); err != nil && err != unix.ESRCH {
+			return // refused (seccomp, say): leave the rest alone
+		}
+	}
+}
+
+// setSlice sets thread tid's slice; it leaves real-time threads alone.
+func setSlice(tid int, short bool) error {
+	var a unix.SchedAttr
+	size := unsafe.Sizeof(a)
+	if _, _, e := unix.RawSyscall6(unix.SYS_SCHED_GETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), size, 0, 0, 0); e != 0 {
+		return e
+	}
+	switch a.Policy {
+	case unix.SCHED_NORMAL, unix.SCHED_BATCH, unix.SCHED_IDLE:
+	default:
+		return nil // slices mean nothing to a real-time thread
+	}
+	a.Size = uint32(size)
+	a.Flags &= unix.SCHED_FLAG_RESET_ON_FORK // unprivileged threads may not clear it
+	a.Runtime = 0                            // the kernel's default
+	if short {
+		a.Runtime = shortSlice
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), 0); e != 0 {
+		return e
+	}
+	return nil
+}
