@@ -144,6 +144,10 @@ type Config struct {
 	// requests before it counts them lost (0: the driver's default, 2 s).
 	// Tests under the race detector on a loaded machine need more.
 	EchoGrace time.Duration
+	// DumpDir, if set, is where a replay that leaves requests unanswered
+	// writes the stacks of the process's goroutines (unanswered-*.txt),
+	// taken before the echo server closes.
+	DumpDir string
 	// Driver returns a command that runs the driver with the given
 	// arguments (see driver.Main); it must not be started yet.
 	Driver func(args ...string) *exec.Cmd

@@ -260,3 +260,17 @@ func TestChartAxes(t *testing.T) {
 	}
 	assert.Equal(t, []string{"0", "0.5", "1", "1.5"}, at)
 }
+
+// TestDumpGoroutines: a replay with unanswered requests leaves the stacks
+// of the process's goroutines in the report folder.
+func TestDumpGoroutines(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "report")
+	dumpGoroutines(dir, &driver.Result{Sent: 3, Received: 1, Stopped: "2 requests unanswered after a grace of 2s"})
+	files, err := filepath.Glob(filepath.Join(dir, "unanswered-*.txt"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "2 of 3 requests unanswered: 2 requests unanswered after a grace of 2s")
+	assert.Contains(t, string(data), "TestDumpGoroutines", "the stacks of the goroutines")
+}

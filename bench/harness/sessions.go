@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -248,8 +250,9 @@ func (d *driverProc) finish() (*driver.Result, error) {
 
 // netEcho is a network echo with a driver talking to it.
 type netEcho struct {
-	srv *interactive.Server
-	drv *driverProc
+	srv   *interactive.Server
+	drv   *driverProc
+	dumps string // Config.DumpDir
 }
 
 // startNetEcho serves a network echo with serve and starts a driver on it;
@@ -259,7 +262,7 @@ func (cfg *Config) startNetEcho(serve func(net.Listener) *interactive.Server, sc
 	if err != nil {
 		return nil, err
 	}
-	e := &netEcho{srv: serve(ln)}
+	e := &netEcho{srv: serve(ln), dumps: cfg.DumpDir}
 	if e.drv, err = cfg.startTCPDriver(ln.Addr().String(), script); err != nil {
 		return nil, errors.Join(err, e.srv.Close())
 	}
@@ -283,7 +286,29 @@ func (cfg *Config) startNetEcho(serve func(net.Listener) *interactive.Server, sc
 // measured.
 func (e *netEcho) finish() (*driver.Result, error) {
 	res, err := e.drv.finish()
+	if res != nil && res.Received < res.Sent && e.dumps != "" {
+		dumpGoroutines(e.dumps, res) // while the server's threads still wait where they are stuck
+	}
 	return res, errors.Join(err, e.srv.Close())
+}
+
+// dumpGoroutines writes the stacks of every goroutine of the process to a
+// new file in dir, for a replay whose requests went unanswered: the
+// echo's thread and the runtime's goroutines show where they wait.
+func dumpGoroutines(dir string, res *driver.Result) {
+	err := os.MkdirAll(dir, 0o755)
+	var f *os.File
+	if err == nil {
+		f, err = os.CreateTemp(dir, "unanswered-*.txt")
+	}
+	if err != nil {
+		slog.Warn("fairbench: requests unanswered; no goroutine dump", "sent", res.Sent, "received", res.Received, "err", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%d of %d requests unanswered: %s\n\n", res.Sent-res.Received, res.Sent, res.Stopped)
+	err = pprof.Lookup("goroutine").WriteTo(f, 2)
+	slog.Warn("fairbench: requests unanswered; goroutines dumped", "sent", res.Sent, "received", res.Received, "file", f.Name(), "err", err)
 }
 
 // openScript is the trace of a replay that lasts until stopped.

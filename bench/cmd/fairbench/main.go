@@ -206,6 +206,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 		return nil, "", false, err
 	}
 	cfg.Driver = selfDriver(*driverNice)
+	cfg.DumpDir = *out
 	if err := cfg.Validate(); err != nil { // ranges, experiment names
 		return nil, "", false, err
 	}
