@@ -94,14 +94,18 @@ type Config struct {
 	// it by one for each, up to 2×Procs+1, and lowers it again after. The
 	// last Close restores the value the program had set.
 	KeepGOMAXPROCS bool
-	// KeepTimeSlices stops New from asking Linux (6.12 and later) for the
-	// shortest time slice, 0.1 ms, for every thread of the process. With
-	// it, a thread that wakes up (the network poller, a timer, a resumed
-	// Await) preempts a running worker or library call at once instead of
-	// waiting up to a scheduler tick, often 4 ms. Slices change no thread's
-	// share of processor time, and any process may set them on its own
-	// threads. The last Close gives the threads the default slice back.
-	KeepTimeSlices bool
+	// ShortTimeSlices makes New ask Linux (6.12 and later) for the shortest
+	// time slice, 0.1 ms, for every thread of the process while a runtime
+	// lives. A thread that wakes up (the network poller, a timer, a resumed
+	// Await) then preempts a busy one at once instead of waiting up to a
+	// scheduler tick, often 4 ms. It helps the top priority beside library
+	// calls without preemption points (echo p99 beside compress/flate at
+	// P = 2: 1.7–1.9 ms against 2.2–3.8), and costs cooperative code
+	// (coarse-grained fib: p50 0.40 against 0.30 ms, p99 about twice as
+	// high); see docs/tuning.md. Slices change no thread's share of
+	// processor time, and any process may set them on its own threads. The
+	// last Close gives the threads the default slice back.
+	ShortTimeSlices bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an
 	// aligned round (see docs/design.md).
@@ -169,7 +173,7 @@ func New(cfg Config) (*Runtime, error) {
 		Borrow:      !cfg.NoPromptBorrowing,
 		Independent: cfg.IndependentRounds,
 		ReserveP:    !cfg.KeepGOMAXPROCS,
-		ShortSlices: !cfg.KeepTimeSlices,
+		ShortSlices: cfg.ShortTimeSlices,
 		Seed:        cfg.Seed,
 		OnPanic:     cfg.OnPanic,
 	}

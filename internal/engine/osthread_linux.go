@@ -14,7 +14,8 @@ import (
 func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // shortSlice is the time slice (sched_runtime, ns) fairly asks of Linux for
-// every thread of the process: the shortest a fair-class thread may have.
+// every thread of the process when Config.ShortSlices says so: the shortest
+// a fair-class thread may have.
 // Linux 6.12 and later schedule such threads by EEVDF: a running thread is
 // preempted when another wakes only if it has used up its slice, else the
 // woken one waits for the next scheduler tick (4 ms at HZ=250). The default

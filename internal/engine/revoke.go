@@ -99,8 +99,8 @@ const (
 // debt is paid. Hopping spread the library call's processor time over every
 // thread of the process, so the thread that woke for the network poller
 // owed a few ms as often as not, and the top priority's reply waited for it
-// (echo beside two such calls at P = 2: p99 3–4 ms, 1.2–2.3 ms locked; see
-// docs/design.md). A lock costs two field writes; the goroutine is unlocked
+// (measured in docs/design.md, "Go Ps and OS scheduling"). A lock costs two
+// field writes; the goroutine is unlocked
 // again in enter, before anything in the scheduler can park it, so hand-offs
 // between goroutines stay the cheap ones Go makes on one OS thread. Thread
 // code that blocks outside Await (a channel, a mutex) parks its OS thread
