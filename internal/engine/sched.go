@@ -308,8 +308,9 @@ func (w *worker) deal(now int64) {
 		return
 	}
 	// Offer the target its own primary priority first: that is the work it
-	// is supposed to run this round and may be missing.
-	v := ws[policy.Victim(w.rand(), w.id, len(ws))]
+	// is supposed to run this round and may be missing. A sleeper among a
+	// few draws is preferred: its mailboxes are open.
+	v := ws[policy.DealVictim(w.id, len(ws), w.rand, func(v int) bool { return ws[v].sleeper.Load() != nil })]
 	w.offer(v, policy.OfferOrder(ranks[:0], int(v.primPub.Load()), w.cur), next)
 }
 

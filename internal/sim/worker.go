@@ -291,7 +291,7 @@ func (w *vworker) deal() {
 	if len(ws) < 2 {
 		return
 	}
-	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
+	v := ws[policy.DealVictim(w.id, len(ws), w.rng.Uint64, func(v int) bool { return ws[v].asleep })]
 	w.offerBuf = policy.OfferOrder(w.offerBuf[:0], v.primary, w.cur)
 	w.offer(v, w.offerBuf, next)
 }
