@@ -111,14 +111,14 @@ func AskVictim(self, n int, draw func() uint64, asleep func(v int) bool) int {
 
 // DealVictim is the victim of a random deal (one that serves no request):
 // up to AskTries draws among n > 1 workers other than self, the first that
-// asleep says sleeps, or the last drawn. A deal succeeds only where a
-// mailbox is open, which a sleeper's always are and a computing worker's
-// are not unless it donates; with one draw, the few workers left idle
-// after the others found work waited for a random deal to hit them, one
-// chance in P-1 per deal, while threads waited in the banks of computing
-// workers (simulator finding 6, docs/simulation.md).
-func DealVictim(self, n int, draw func() uint64, asleep func(v int) bool) int {
-	return drawVictim(self, n, draw, asleep)
+// wants says would take the deal (a mailbox of the offered ranks is open:
+// it sleeps, or donates for want of its primary rank), else the last
+// drawn. With one draw, the few workers left idle after the others found
+// work waited for a random deal to hit them, one chance in P-1 per deal,
+// while threads waited in the banks of workers computing long leaves
+// (simulator finding 6, docs/simulation.md).
+func DealVictim(self, n int, draw func() uint64, wants func(v int) bool) int {
+	return drawVictim(self, n, draw, wants)
 }
 
 // drawVictim draws up to AskTries victims, returning the first that want
