@@ -32,6 +32,8 @@ func TestSimExperiment(t *testing.T) {
 		assert.Positive(t, r.ResponseP99us)
 		assert.GreaterOrEqual(t, r.ResponseP99us, r.ResponseP50us)
 		assert.LessOrEqual(t, r.Speedup, r.BoundSpeedup*1.001, "%s P=%d: above the work/span bound", rec.Kernel, rec.Procs)
+		assert.LessOrEqual(t, r.Speedup, r.PhaseBoundSpeedup*1.001, "%s P=%d: above the phase bound", rec.Kernel, rec.Procs)
+		assert.LessOrEqual(t, r.PhaseBoundSpeedup, r.BoundSpeedup*1.001, "%s P=%d: the phase bound is the tighter", rec.Kernel, rec.Procs)
 		assert.Positive(t, r.Bounds, "theorems checked")
 	}
 	assert.Equal(t, map[string]int{kindSimCosts: 1, kindSim: 2 * 2 * 2, kindSimWTA: 2 * 2}, kinds)

@@ -308,9 +308,16 @@ func (w *worker) deal(now int64) {
 		return
 	}
 	// Offer the target its own primary priority first: that is the work it
-	// is supposed to run this round and may be missing.
-	v := ws[policy.Victim(w.rand(), w.id, len(ws))]
+	// is supposed to run this round and may be missing. Among a few draws,
+	// one whose mailbox for that rank or ours is open is preferred.
+	v := ws[policy.DealVictim(w.id, len(ws), w.rand, func(v int) bool { return ws[v].wants(w.cur) })]
 	w.offer(v, policy.OfferOrder(ranks[:0], int(v.primPub.Load()), w.cur), next)
+}
+
+// wants reports whether a deal of w's primary rank or of rank cur would find
+// w's mailbox open: w sleeps, or donates its processor for want of work.
+func (w *worker) wants(cur int) bool {
+	return w.mail[w.primPub.Load()].State() == mailbox.Open || cur >= 0 && cur < len(w.mail) && w.mail[cur].State() == mailbox.Open
 }
 
 // offer deals to v from the first of ranks whose bank has surplus.

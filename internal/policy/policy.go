@@ -106,8 +106,26 @@ const AskTries = 4
 // self, from draw's random numbers, and returns the first that asleep says
 // is awake, or the last drawn.
 func AskVictim(self, n int, draw func() uint64, asleep func(v int) bool) int {
+	return drawVictim(self, n, draw, func(v int) bool { return !asleep(v) })
+}
+
+// DealVictim is the victim of a random deal (one that serves no request):
+// up to AskTries draws among n > 1 workers other than self, the first that
+// wants says would take the deal (a mailbox of the offered ranks is open:
+// it sleeps, or donates for want of its primary rank), else the last
+// drawn. With one draw, the few workers left idle after the others found
+// work waited for a random deal to hit them, one chance in P-1 per deal,
+// while threads waited in the banks of workers computing long leaves
+// (simulator finding 6, docs/simulation.md).
+func DealVictim(self, n int, draw func() uint64, wants func(v int) bool) int {
+	return drawVictim(self, n, draw, wants)
+}
+
+// drawVictim draws up to AskTries victims, returning the first that want
+// accepts, or the last drawn.
+func drawVictim(self, n int, draw func() uint64, want func(v int) bool) int {
 	v := Victim(draw(), self, n)
-	for try := 1; try < AskTries && asleep(v); try++ {
+	for try := 1; try < AskTries && !want(v); try++ {
 		v = Victim(draw(), self, n)
 	}
 	return v

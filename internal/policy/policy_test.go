@@ -144,3 +144,18 @@ func TestPromote(t *testing.T) {
 	assert.True(t, Promote(2, false))
 	assert.False(t, Promote(2, true), "the bank has work to give already")
 }
+
+// A deal's victim is the first sleeper among AskTries draws, an ask's the
+// first worker awake; with none found, the last draw.
+func TestDealAndAskVictims(t *testing.T) {
+	seq := func(vs ...uint64) func() uint64 {
+		i := 0
+		return func() uint64 { i++; return vs[i-1] }
+	}
+	asleep := func(v int) bool { return v == 3 }
+	// Victim(r, 0, 8) is r%7+1.
+	assert.Equal(t, 3, DealVictim(0, 8, seq(0, 1, 2, 3), asleep), "the third draw sleeps")
+	assert.Equal(t, 5, DealVictim(0, 8, seq(3, 4, 5, 4), func(int) bool { return false }), "no sleeper: the last draw")
+	assert.Equal(t, 1, AskVictim(0, 8, seq(2, 0), asleep), "the first awake")
+	assert.Equal(t, 3, AskVictim(0, 8, seq(2, 2, 2, 2), asleep), "all asleep: the last draw")
+}

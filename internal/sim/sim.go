@@ -136,6 +136,9 @@ type sim struct {
 	beats   []uint64
 }
 
+// afterEvent, when set (by tests), sees the simulation after every event.
+var afterEvent func(s *sim, e event)
+
 // Run simulates cfg.
 func Run(cfg Config) (*Result, error) {
 	s, err := newSim(cfg)
@@ -223,6 +226,9 @@ func (s *sim) run() (*Result, error) {
 		}
 		if s.log.err != nil {
 			return nil, s.log.err
+		}
+		if afterEvent != nil {
+			afterEvent(s, e)
 		}
 	}
 	s.finish()

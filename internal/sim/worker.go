@@ -291,9 +291,15 @@ func (w *vworker) deal() {
 	if len(ws) < 2 {
 		return
 	}
-	v := ws[policy.Victim(w.rng.Uint64(), w.id, len(ws))]
+	v := ws[policy.DealVictim(w.id, len(ws), w.rng.Uint64, func(v int) bool { return ws[v].wants(w.cur) })]
 	w.offerBuf = policy.OfferOrder(w.offerBuf[:0], v.primary, w.cur)
 	w.offer(v, w.offerBuf, next)
+}
+
+// wants is worker.wants: a deal of its primary rank or of rank cur would
+// find an open mailbox.
+func (w *vworker) wants(cur int) bool {
+	return w.mail[w.primary].State() == mailbox.Open || cur >= 0 && cur < len(w.mail) && w.mail[cur].State() == mailbox.Open
 }
 
 // offer is worker.offer: deal the first rank of ranks that sendTo can.

@@ -95,6 +95,27 @@ func NewKernel(name string, work int64, g Grain, c Costs) (*Kernel, error) {
 	}
 }
 
+// BoundTime is a lower bound on the kernel's time on procs workers under
+// any scheduler: max(W/P, S) summed over its phases (the sequential
+// composition of its root, as in BFS and sort; the whole DAG for the
+// others), since a phase starts only after the one before has ended. It
+// is tighter than max(W/P, S) for a kernel whose sequential phases (sort's
+// sample sort and prefix sums) fall where the rest of the work cannot
+// overlap them: sort at P = 128 has W/S = 337, yet no schedule beats
+// 0.90·P (docs/simulation.md, finding 6).
+func (k *Kernel) BoundTime(procs int, c Costs) int64 {
+	ps, ok := k.Root.Shape.(phases)
+	if !ok {
+		return max(k.Work/int64(procs), k.Span)
+	}
+	var t int64
+	for _, ph := range ps {
+		m := workSpan(ph, c)
+		t += max(m.work/int64(procs), m.span)
+	}
+	return t
+}
+
 // workSpan measures the DAG under n; see measure.
 func workSpan(n Node, c Costs) measure {
 	return walk(n, c, make(map[memoKey]measure))
