@@ -4,6 +4,7 @@ package engine
 // drive tasks directly with a function body, without package thread.
 
 import (
+	"context"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -329,4 +330,45 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// A top-priority thread queued in the bank of a worker whose holder is stuck
+// in a low thread, while another low thread already computes detached from
+// that worker, still runs: the watchdog must not refuse the revocation that
+// it waits for. The top thread computes with preemption points; in a round
+// of the low priority, once its prompt budget is spent, a checkpoint queues
+// it and the worker starts a hog; the watchdog detaches that hog, and the
+// worker's new holder, in the same round, starts the second hog. Nothing
+// arrives from outside afterwards. This is the shape of the network echo
+// that stopped answering in "stall sha256 P=2".
+func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
+	rt, lo, hi := levels(t, 1, 50, 50)
+	var release atomic.Bool
+	defer release.Store(true)
+	var started atomic.Int32
+	hog := func(*Task) {
+		started.Add(1)
+		spinUntil(&release, 3*time.Second) // no preemption point
+	}
+	var running atomic.Bool
+	top := submit(t, rt, hi, func(t *Task) {
+		running.Store(true)
+		for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+			t.Yield()
+		}
+	})
+	for !running.Load() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	h1 := submit(t, rt, lo, hog)
+	h2 := submit(t, rt, lo, hog)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := top.WaitContext(ctx)
+	hogs := started.Load()
+	release.Store(true)
+	h1.Wait()
+	h2.Wait()
+	t.Logf("hogs started %d, rescues %d, preemptions %d", hogs, rt.Totals().Rescues, rt.Totals().Preemptions)
+	require.NoError(t, err, "the top-priority thread waited for a hog's call to end")
 }
