@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
+	"github.com/fairlyprompt/fairly/mailbox"
 )
 
 // Revocation: taking a token from a goroutine stuck in a thread's code.
@@ -87,6 +88,10 @@ const (
 	modeUser    uint32 = 1
 	modeRevoked uint32 = 2
 	modeQueued  uint32 = 4
+	// The bits from modeTopShift up hold 1 + the highest rank queued in the
+	// worker's banks when the holder left the scheduler (0: none), so that
+	// the watchdog can tell a stall that holds up a higher priority.
+	modeTopShift = 8
 )
 
 // Thread code keeps its OS thread. While a goroutine runs a thread's code
@@ -117,8 +122,9 @@ func (g *gor) leave() {
 		g.region = trace.StartRegion(g.rt.labels[r], g.rt.regions[r])
 	}
 	m := modeUser
-	if g.w.highest() >= 0 || g.lazy.bot < g.lazy.top {
-		m |= modeQueued
+	top := g.w.highest()
+	if top >= 0 || g.lazy.bot < g.lazy.top {
+		m |= modeQueued | uint32(top+1)<<modeTopShift
 	}
 	g.mode.Store(m)
 	goruntime.LockOSThread() // see above
@@ -204,6 +210,20 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	}
 	v.attn.Store(1)
 	return v
+}
+
+// waitingTop is the highest rank of the threads that wait for w while its
+// holder, whose mode word is m, runs a thread's code: in its banks (as of
+// the holder's leave), inbox or mailboxes; rankLoop if none.
+func (w *worker) waitingTop(m uint32) int32 {
+	top := int32(m>>modeTopShift) - 1
+	top = max(top, w.inbox.top.Load()-1)
+	for r := len(w.mail) - 1; r > int(top); r-- {
+		if w.mail[r].State() == mailbox.Full {
+			return int32(r)
+		}
+	}
+	return top
 }
 
 // detachEnded drops the bookkeeping of a detached goroutine of w whose

@@ -104,11 +104,15 @@ type inbox struct {
 	mu    sync.Mutex
 	items []item
 	n     atomic.Int32
+	top   atomic.Int32 // 1 + the highest rank among items, 0 when empty
 }
 
 func (b *inbox) push(it item) {
 	b.mu.Lock()
 	b.items = append(b.items, it)
+	if r := it.t.rank + 1; r > b.top.Load() {
+		b.top.Store(r)
+	}
 	b.n.Add(1)
 	b.mu.Unlock()
 }
@@ -122,6 +126,7 @@ func (b *inbox) take(dst []item) []item {
 	dst = append(dst, b.items...)
 	clear(b.items)
 	b.items = b.items[:0]
+	b.top.Store(0)
 	b.n.Store(0)
 	b.mu.Unlock()
 	return dst
