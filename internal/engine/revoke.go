@@ -62,7 +62,11 @@ import (
 //     point for policy.StallTicks ticks and someone waits for it (threads
 //     queued in its banks, inbox or mailboxes, a request, an idle worker that
 //     may want its spare threads, the end of its round), or for a whole round
-//     whether anyone waits or not (it may be blocked).
+//     whether anyone waits or not (it may be blocked). When a thread above
+//     the stuck one waits in the worker's banks, inbox or mailboxes, the
+//     watchdog revokes for that thread's rank, as its arrival would have:
+//     a queued thread never arrives again, so the limit below would
+//     otherwise keep it waiting for the library call to end.
 //
 // A detached goroutine that computes takes processor time beside the
 // worker's new holder. To keep that bounded, a worker with a computing
