@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -307,7 +306,19 @@ func dumpGoroutines(dir string, res *driver.Result) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%d of %d requests unanswered: %s\n\n", res.Sent-res.Received, res.Sent, res.Stopped)
-	err = pprof.Lookup("goroutine").WriteTo(f, 2)
+	// runtime.Stack, not pprof.Lookup: a binary that links pprof's profile
+	// writers has heap profiling on (runtime.MemProfileRate), and its
+	// sampling raised the echo's tail beside coarse-grained fib two to four
+	// times (docs/tuning.md).
+	buf := make([]byte, 1<<20)
+	for n := goruntime.Stack(buf, true); ; n = goruntime.Stack(buf, true) {
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	_, err = f.Write(buf)
 	slog.Warn("fairbench: requests unanswered; goroutines dumped", "sent", res.Sent, "received", res.Received, "file", f.Name(), "err", err)
 }
 
