@@ -108,16 +108,8 @@ func (tk *ticker) run(rt *Runtime) {
 			// RevokeBlocked: nobody waits, but a round went by; it is blocked,
 			// most likely, and costs no processor detached.
 			if verdict := policy.Watchdog(wt.ticks, roundTicks, demand); verdict != policy.Wait {
-				// A thread above the stuck one waits on this worker: revoke
-				// for it as its arrival would (RefuseRevoke lets an arrival
-				// above every detached goroutine through). Without that, a
-				// worker that has a computing detached goroutine already
-				// keeps a queued top-priority thread until the call ends.
-				below := int32(policy.WatchdogRank)
-				if q := w.waitingTop(h.mode.Load()); q > w.running.Load() {
-					below = q
-				}
-				if v := rt.revoke(w, h, below, verdict == policy.RevokeBusy); v != nil {
+				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
+				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {
 					rt.newGor().start(v)
 				}
 			}

@@ -245,6 +245,19 @@ func Watchdog(ticks, roundTicks int, demand bool) int {
 // above every rank, so whatever the worker runs.
 const WatchdogRank = 1 << 30
 
+// WatchdogBelow is the below rank the watchdog revokes a stuck worker with,
+// whose holder runs rank running while threads up to rank waiting (-1 for
+// none) wait in its banks, inbox or mailboxes: the waiting rank if it is
+// higher, as that thread's arrival would revoke (a queued thread never
+// arrives again, and RefuseRevoke would otherwise keep it behind a second
+// library call of the worker's), else WatchdogRank.
+func WatchdogBelow(waiting, running int) int {
+	if waiting > running {
+		return waiting
+	}
+	return WatchdogRank
+}
+
 // RefuseRevoke reports whether a revocation that would detach a goroutine
 // computing at rank running is refused because the worker already has
 // computing detached goroutines (detBusy of them, the highest at rank

@@ -312,7 +312,7 @@ func (s *sim) tick(now int64) {
 		// RevokeBlocked: nobody waits, but a round went by; it is blocked,
 		// most likely, and costs no processor detached.
 		if v := policy.Watchdog(s.ticks[i], roundTicks, demand); v != policy.Wait {
-			if s.revoke(w, policy.WatchdogRank, v == policy.RevokeBusy, now) {
+			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, now) {
 				revoked = int32(i)
 			}
 		}

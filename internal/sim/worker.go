@@ -214,6 +214,21 @@ func (w *vworker) mayBorrow(top int) bool {
 		policy.MayBorrow(w.borrowed[top], w.s.p.Budget, w.cur == top && top > w.primary, w.since, w.t)
 }
 
+// waitingTop is worker.waitingTop: the highest rank of the threads that
+// wait for w in its banks, inbox or full mailboxes, or policy.NoRank.
+func (w *vworker) waitingTop() int {
+	top := w.highest()
+	for _, it := range w.inbox {
+		top = max(top, it.t.rank)
+	}
+	for r := len(w.mail) - 1; r > top; r-- {
+		if w.mail[r].State() == mailbox.Full {
+			return r
+		}
+	}
+	return top
+}
+
 func (w *vworker) highest() int {
 	for r := w.top; r >= 0; r-- {
 		if w.banks[r].Len() > 0 {
