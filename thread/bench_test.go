@@ -229,12 +229,42 @@ func BenchmarkFineFib(b *testing.B) {
 			benchForks(b, procs, n, fib2, seq)
 		})
 	}
+	b.Run("pair-calls", func(b *testing.B) {
+		var c thread.Ctx // never forks: pairFib only calls
+		for b.Loop() {
+			pairFib(&c, n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+	})
 	b.Run("goroutines", func(b *testing.B) {
 		for b.Loop() {
 			goFib(n)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
 	})
+}
+
+// pairCalls is Fork2 without a fork: the two generic indirect calls and the
+// deferred guard of the first that any pair fork pays in Go, so that
+// BenchmarkFineFib shows the floor under Fork2's cost.
+func pairCalls[A, R any](c *thread.Ctx, f func(*thread.Ctx, A) R, x, y A) (R, R) {
+	returned := false
+	defer func() {
+		if !returned {
+			seqFib(0) // what a cancelled fork's bookkeeping would cost
+		}
+	}()
+	rx := f(c, x)
+	returned = true
+	return rx, f(c, y)
+}
+
+func pairFib(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := pairCalls(c, pairFib, n-1, n-2)
+	return a + b
 }
 
 // BenchmarkFor: a parallel loop over 10M one-line bodies (a sum into

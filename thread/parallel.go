@@ -95,13 +95,12 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 		panic("thread.Fork2: nil function")
 	}
 	pool := forkPoolOf[A, R](c)
-	rec := pool.get()
+	level := pool.n
+	rec := pool.get(c)
 	rec.f, rec.arg = f, y
-	rec.ctx.task.InitLike(&c.task, rec)
-	c.inherit(&rec.ctx)
-	c.task.Spawn(&rec.ctx.task)
+	c.task.Fork(&rec.ctx.task)
 	c.task.Nest(1)
-	rx := callFirst(c, f, x, &rec.ctx.task)
+	rx := callFirst(c, f, x, pool, level)
 	taken, private := c.task.TakeFork(&rec.ctx.task)
 	var ry R
 	if taken {
@@ -115,20 +114,20 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 		}
 		ry = rec.res
 	}
-	if private {
-		pool.put(rec)
-	}
+	pool.release(level, private)
 	return rx, ry
 }
 
-// callFirst calls f(c, x); if it panics, the lazy fork is cancelled when no
-// worker took it yet, as a second plain call would never have started.
-func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, fork *engine.Task) R {
+// callFirst calls f(c, x); if it panics, the lazy fork at pool level
+// level is cancelled when no worker took it yet, as a second plain call
+// would never have started.
+func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, pool *forkPool[A, R], level int) R {
 	returned := false
 	defer func() {
 		if !returned {
 			c.task.Nest(-1)
-			c.task.TakeFork(fork)
+			_, private := c.task.TakeFork(&pool.recs[level].ctx.task)
+			pool.release(level, private)
 		}
 	}()
 	r := f(c, x)
@@ -161,8 +160,15 @@ func (r *forkRec[A, R]) Run(*engine.Task) {
 	returned = true
 }
 
-// forkPool keeps the records of one goroutine, for one pair of types.
-type forkPool[A, R any] struct{ free []*forkRec[A, R] }
+// forkPool keeps the records of one goroutine, for one pair of types, one
+// for each level of nested Fork2 calls: forks nest, so the record of a
+// level is free again when the Fork2 that took it returns. A record that
+// was promoted may still be referred to by a stale bank entry; release
+// leaves it to the collector, and the level gets a new one.
+type forkPool[A, R any] struct {
+	recs []*forkRec[A, R]
+	n    int // the level of the next fork
+}
 
 // forkPoolOf gives the pool of c's goroutine for these types, making it the
 // goroutine's cached pool if another was (code that forks at several types
@@ -177,18 +183,32 @@ func forkPoolOf[A, R any](c *Ctx) *forkPool[A, R] {
 	return p
 }
 
-func (p *forkPool[A, R]) get() *forkRec[A, R] {
-	if n := len(p.free); n > 0 {
-		r := p.free[n-1]
-		p.free = p.free[:n-1]
-		return r
+// get takes the record of the next level, prepared as a fork of c.
+func (p *forkPool[A, R]) get(c *Ctx) *forkRec[A, R] {
+	if p.n == len(p.recs) {
+		p.recs = append(p.recs, nil)
 	}
-	return &forkRec[A, R]{}
+	r := p.recs[p.n]
+	if r == nil {
+		r = &forkRec[A, R]{}
+		p.recs[p.n] = r
+	}
+	p.n++
+	r.ctx.task.InitLike(&c.task, r)
+	c.inherit(&r.ctx)
+	return r
 }
 
-func (p *forkPool[A, R]) put(r *forkRec[A, R]) {
-	var zero forkRec[A, R]
-	r.f, r.arg, r.res = nil, zero.arg, zero.res
-	r.ctx.cx = nil
-	p.free = append(p.free, r)
+// release frees the levels from level up (a panic may have skipped the
+// releases of forks nested deeper); the record of level is reused only if
+// it never left the goroutine.
+func (p *forkPool[A, R]) release(level int, private bool) {
+	r := p.recs[level]
+	if private {
+		var zero forkRec[A, R]
+		r.f, r.arg, r.res, r.ctx.cx = nil, zero.arg, zero.res, nil // keep nothing of the user's alive
+	} else {
+		p.recs[level] = nil
+	}
+	p.n = level
 }

@@ -50,8 +50,10 @@ type gor struct {
 	_ cacheLinePad
 	// count counts preemption points down to the next clock read.
 	count int
-	// lazy holds the lazy forks of the threads running on g (lazy.go).
+	// lazy and priv hold the lazy forks of the threads running on g, the
+	// ones a revoker may take and the private ones (lazy.go).
 	lazy lazyStack
+	priv privStack
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
 	// local is Task.Local's slot.
@@ -371,7 +373,7 @@ func (g *gor) waitFor(ctx context.Context, t, child *Task) (cancelled bool) {
 // scheduler mode, holding a token (not necessarily the same worker's).
 func (g *gor) run(t *Task) {
 	t.g = g
-	floor := g.lazy.begin()
+	floor := g.begin()
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
@@ -386,7 +388,7 @@ func (g *gor) run(t *Task) {
 	returned = true
 	g.enter(t)
 	g.promoteOrphans(g.w)
-	g.lazy.end(floor)
+	g.end(floor)
 	t.finish(g.w)
 }
 
@@ -396,7 +398,7 @@ func (g *gor) run(t *Task) {
 // it.
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
-	floor := g.lazy.begin()
+	floor := g.begin()
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit, as in run
@@ -411,12 +413,12 @@ func (g *gor) runInline(t, child *Task) {
 	// Enter the scheduler only for what needs the worker: forks the child
 	// left unjoined, or threads waiting for it.
 	entered := false
-	if g.lazy.orphans() {
+	if g.orphans() {
 		g.enter(t)
 		entered = true
 		g.promoteOrphans(g.w)
 	}
-	g.lazy.end(floor)
+	g.end(floor)
 	if ws := child.waiters.Swap(doneWaiters); ws != nil {
 		if !entered {
 			g.enter(t)

@@ -9,7 +9,7 @@ import (
 // Lazy forks: a spawn that costs next to nothing.
 //
 // A thread forked at its parent's priority does not enter a bank. It is
-// pushed on the lazy stack of the goroutine that runs the parent, and in the
+// pushed on a lazy stack of the goroutine that runs the parent, and in the
 // common case the parent joins it before anybody else wanted it: Join pops
 // it and calls it inline, and the fork never cost a bank operation, a mode
 // change or a write to memory that other workers use. A lazy fork becomes a
@@ -25,25 +25,38 @@ import (
 //     the threads are ready and nobody else could run them;
 //   - when a thread ends with forks it never joined: they are promoted;
 //   - when the goroutine's token is revoked (revoke.go): the revoker
-//     promotes them into the worker it took, because the stuck thread may be
-//     blocked waiting for one of them.
+//     promotes the shared ones (below) into the worker it took, because the
+//     stuck thread may be blocked waiting for one of them.
 //
-// The stack. slots is pushed only by the goroutine that owns the stack; a
+// A goroutine has two lazy stacks. The shared one (lazyStack) holds the
+// forks of Spawn: their parent may block on them outside fairly (a channel
+// the child sends on), so a revoker must be able to take them, and push and
+// take pay an atomic store and a compare-and-swap. The private one
+// (privStack) holds the forks of Task.Fork (thread.Fork2), whose parent
+// never waits for them before its own call returns: only the owner promotes
+// them, so push and take are plain writes, and a fork and join costs a few
+// nanoseconds. Heartbeats take the older bottom fork of the two stacks.
+//
+// The shared stack. slots is pushed only by the goroutine that owns the stack; a
 // slot holds a fork until somebody takes it out by compare-and-swap to nil:
 // the owner to run it inline (take), or the owner or a revoker to promote
 // it. top, bot and floor are the owner's private indices: slots[:top] may
 // hold forks, slots[:bot] hold none that is not claimed (a hint, so that a
 // heartbeat does not scan from the bottom each time). A slot at or above
-// top holds nil or a claimed task.
+// top holds nil or a claimed task. depths[i] is the fork depth of the fork
+// pushed into slots[i], kept by the owner, which must not read the depth of
+// a task that another worker may be running.
 //
 // Invariants, and why they hold:
 //   - A fork runs exactly once. Taking it out of its slot is a
 //     compare-and-swap, so one party gets it: the owner, who runs it inline
-//     and never shares it (a record of thread.Fork2 may then be reused), or
+//     and never shares it, or
 //     a promoter, who marks it shared and puts it into a bank, where every
 //     runner claims it by compare-and-swap on its state first (Task.claim).
 //     A fork joined out of order is claimed in place and its slot goes
-//     stale: promoters skip claimed tasks.
+//     stale: promoters skip claimed tasks. A private fork is in one slot
+//     that only its owner reads and writes: it leaves it once, to be run
+//     inline (take) or promoted.
 //   - No fork is lost. A fork is in its slot until taken. Its owner promotes
 //     every fork still in a slot before it parks or ends the thread that
 //     made it (pops never go below the floor of the thread running now, so
@@ -53,15 +66,18 @@ import (
 //     fork into its slot and then loads its mode word. Both pairs are
 //     sequentially consistent, so either the revoker sees the fork, or the
 //     owner sees modeRevoked and takes the slow path, which gives the fork
-//     to the runtime with its thread.
+//     to the runtime with its thread. A private fork of a revoked goroutine
+//     stays on it: its parent's call returns before anything waits for it,
+//     and the goroutine promotes it or runs it when it comes back.
 //   - The fast paths write only the owner's slots, which no other worker
-//     touches until a revocation: a fork and join that is never promoted
-//     writes no memory shared with other workers.
+//     touches until a revocation (the private ones, never): a fork and join
+//     that is never promoted writes no memory shared with other workers.
 type lazyStack struct {
-	slots []atomic.Pointer[Task] // owner's view of pub
-	pub   atomic.Pointer[[]atomic.Pointer[Task]]
-	top   int
-	bot   int
+	slots  []atomic.Pointer[Task] // owner's view of pub
+	depths []int32
+	pub    atomic.Pointer[[]atomic.Pointer[Task]]
+	top    int
+	bot    int
 	// floor is top when the innermost thread running on the goroutine
 	// started: forks below it are its ancestors'. Pops never go below it,
 	// so that the forks a thread leaves unjoined are found when it ends.
@@ -73,6 +89,7 @@ func (s *lazyStack) push(t *Task) {
 	if s.top == len(s.slots) {
 		s.grow()
 	}
+	s.depths[s.top] = t.depth
 	s.slots[s.top].Store(t)
 	s.top++
 }
@@ -88,6 +105,7 @@ func (s *lazyStack) grow() {
 		slots[i].Store(s.slots[i].Swap(nil))
 	}
 	s.slots = slots
+	s.depths = append(s.depths, make([]int32, len(slots)-len(s.depths))...)
 	s.pub.Store(&slots)
 }
 
@@ -115,30 +133,77 @@ func (s *lazyStack) drop() {
 	s.bot = min(s.bot, s.top)
 }
 
-// begin marks the start of a thread on the goroutine; it returns the floor
+// privStack is the private lazy stack: forks of Task.Fork, which only the
+// owner pushes, takes and promotes. slots[:top] may hold forks,
+// slots[:bot] hold none (promoted slots are nil), and pops never go below
+// floor, as in lazyStack.
+type privStack struct {
+	slots           []*Task
+	top, bot, floor int
+}
+
+// push records t as the youngest private fork.
+func (s *privStack) push(t *Task) {
+	if s.top == len(s.slots) {
+		s.slots = append(s.slots, t)
+	} else {
+		s.slots[s.top] = t
+	}
+	s.top++
+}
+
+// take takes t out of its slot if it is the youngest fork; either way it
+// drops the empty slots on top, which forks promoted meanwhile left.
+func (s *privStack) take(t *Task) bool {
+	ok := false
+	if i := s.top - 1; i >= s.floor && s.slots[i] == t {
+		s.slots[i] = nil
+		s.top = i
+		ok = true
+	}
+	for s.top > s.floor && s.slots[s.top-1] == nil {
+		s.top--
+	}
+	s.bot = min(s.bot, s.top)
+	return ok
+}
+
+// floors are the floors of both lazy stacks, saved while a thread runs
+// inside another on the same goroutine.
+type floors struct{ shared, private int }
+
+// begin marks the start of a thread on the goroutine; it returns the floors
 // to give back to end.
-func (s *lazyStack) begin() int {
-	saved := s.floor
-	s.floor = s.top
+func (g *gor) begin() floors {
+	saved := floors{g.lazy.floor, g.priv.floor}
+	g.lazy.floor, g.priv.floor = g.lazy.top, g.priv.top
 	return saved
 }
 
 // orphans reports whether the thread that runs now may have left forks
 // unjoined.
-func (s *lazyStack) orphans() bool { return s.floor < s.top }
+func (g *gor) orphans() bool { return g.lazy.floor < g.lazy.top || g.priv.floor < g.priv.top }
 
 // end closes the thread begun with begin, whose forks must all be taken by
 // now (promoteOrphans).
-func (s *lazyStack) end(saved int) {
-	s.top = s.floor
-	s.bot = min(s.bot, s.top)
-	s.floor = saved
+func (g *gor) end(saved floors) {
+	s, p := &g.lazy, &g.priv
+	s.top, p.top = s.floor, p.floor
+	s.bot, p.bot = min(s.bot, s.top), min(p.bot, p.top)
+	s.floor, p.floor = saved.shared, saved.private
 }
 
-// promoteRange promotes into w the forks still in slots[from:to].
-func (g *gor) promoteRange(w *worker, from, to int) {
-	for i := from; i < to; i++ {
+// promoteRange promotes into w the forks still in the slots [from, to) of
+// both stacks.
+func (g *gor) promoteRange(w *worker, from floors, to floors) {
+	for i := from.shared; i < to.shared; i++ {
 		if t := g.lazy.slots[i].Load(); t != nil && g.lazy.slots[i].CompareAndSwap(t, nil) {
+			w.promoted(t)
+		}
+	}
+	for i := from.private; i < to.private; i++ {
+		if t := g.priv.slots[i]; t != nil {
+			g.priv.slots[i] = nil
 			w.promoted(t)
 		}
 	}
@@ -147,43 +212,54 @@ func (g *gor) promoteRange(w *worker, from, to int) {
 // promoteOrphans promotes into w the forks that the thread running now
 // leaves unjoined; w is owned by the caller.
 func (g *gor) promoteOrphans(w *worker) {
-	g.promoteRange(w, g.lazy.floor, g.lazy.top)
+	g.promoteRange(w, floors{g.lazy.floor, g.priv.floor}, floors{g.lazy.top, g.priv.top})
 }
 
 // promoteAll promotes into w every lazy fork of g: g is about to park, and
 // its forks are ready threads that nobody else could run meanwhile. The
 // threads on g find them claimed or shared when they resume.
 func (g *gor) promoteAll(w *worker) {
-	g.promoteRange(w, g.lazy.bot, g.lazy.top)
-	g.lazy.bot = g.lazy.top
+	g.promoteRange(w, floors{g.lazy.bot, g.priv.bot}, floors{g.lazy.top, g.priv.top})
+	g.lazy.bot, g.priv.bot = g.lazy.top, g.priv.top
 }
 
 // heartbeat keeps one real thread of the running priority in the bank when
 // the goroutine has lazy forks: at every due preemption point (every
 // checkEvery points, or when the attention word is raised), if the bank of
-// that priority is empty, it promotes the oldest lazy fork, the one of
-// greatest fork potential. A deal or a request then finds work at once,
-// while at most one fork in checkEvery pays for a bank. With no lazy fork
-// to give, and a deal due or asked for, it raises g.wanted instead, for
-// code that can make work on demand (a parallel loop splits its range, see
-// Task.Wanted).
+// that priority is empty, it promotes the oldest lazy fork of the two
+// stacks, the one of greatest fork potential. A deal or a request then
+// finds work at once, while at most one fork in checkEvery pays for a bank.
+// With no lazy fork to give, and a deal due or asked for, it raises
+// g.wanted instead, for code that can make work on demand (a parallel loop
+// splits its range, see Task.Wanted).
 func (g *gor) heartbeat(w *worker, now int64) {
 	if len(w.rt.workers) < 2 { // nobody to take work: skip the scan
 		return
 	}
-	s := &g.lazy
+	s, p := &g.lazy, &g.priv
+	var shared *Task
 	for ; s.bot < s.top; s.bot++ {
-		t := s.slots[s.bot].Load()
-		if t == nil || t.claimed() {
-			continue
+		if t := s.slots[s.bot].Load(); t != nil && !t.claimed() {
+			shared = t
+			break
 		}
-		if policy.Promote(len(w.rt.workers), w.hasLive(int(t.rank))) && s.slots[s.bot].CompareAndSwap(t, nil) {
+	}
+	for p.bot < p.top && p.slots[p.bot] == nil {
+		p.bot++
+	}
+	switch {
+	case p.bot < p.top && (shared == nil || p.slots[p.bot].depth < s.depths[s.bot]):
+		if t := p.slots[p.bot]; policy.Promote(len(w.rt.workers), w.hasLive(int(t.rank))) {
+			p.slots[p.bot] = nil
+			p.bot++
 			w.promoted(t)
+		}
+	case shared != nil:
+		if policy.Promote(len(w.rt.workers), w.hasLive(int(shared.rank))) && s.slots[s.bot].CompareAndSwap(shared, nil) {
+			w.promoted(shared)
 			s.bot++
 		}
-		return
-	}
-	if now >= w.nextDeal || w.requests.Pending() {
+	case now >= w.nextDeal || w.requests.Pending():
 		g.wanted = w.cur >= 0 && !w.hasLive(w.cur)
 	}
 }

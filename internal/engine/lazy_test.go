@@ -60,3 +60,33 @@ func TestLazyStackTakenOnce(t *testing.T) {
 		}
 	}
 }
+
+// The private stack gives a fork back to its owner only while it is the
+// youngest one there, and drops the slots that promotions emptied, so that
+// a fork promoted under younger ones is reported taken by someone else.
+func TestPrivStackTake(t *testing.T) {
+	var s privStack
+	a, b, c := &Task{}, &Task{}, &Task{}
+	s.push(a)
+	s.push(b)
+	s.push(c)
+	if s.take(b) {
+		t.Fatal("took b from under c")
+	}
+	if !s.take(c) || s.top != 2 {
+		t.Fatalf("take(c): top %d", s.top)
+	}
+	s.slots[0], s.bot = nil, 1 // a heartbeat promotes a, the oldest
+	if !s.take(b) || s.top != 0 || s.bot != 0 {
+		t.Fatalf("take(b): top %d bot %d, want the promoted slot dropped", s.top, s.bot)
+	}
+	if s.take(a) {
+		t.Fatal("took a promoted fork")
+	}
+	s.push(a)
+	s.floor = 1
+	s.push(b)
+	if !s.take(b) || s.take(a) {
+		t.Fatal("take went below the floor")
+	}
+}

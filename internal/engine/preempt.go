@@ -196,14 +196,32 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	return cancelled
 }
 
-// TakeFork takes child, a lazy fork of t made by Spawn, so that t's code
-// runs it inline as a plain call (fine-grained fork-join without a handle,
-// see thread.Fork2). It reports false when another worker took child
-// first: then t must Join it. private says that child never left t's
-// goroutine, so that nothing refers to it any more and it may be prepared
-// and spawned again for another fork.
+// Fork records child, prepared with InitLike(t), as a private lazy fork of
+// the running thread t (lazy.go): a fork that t's code takes back with
+// TakeFork once the call that runs beside it returns, and that is never
+// waited for before then. It costs a few plain writes; another worker gets
+// it only if a heartbeat or a preemption promotes it.
+func (t *Task) Fork(child *Task) {
+	child.depth = t.depth + 1
+	g := t.g
+	g.priv.push(child)
+	switch {
+	case g.due():
+		g.pass(t)
+	case g.mode.Load()&modeRevoked != 0: // come back to the scheduler, as Spawn does
+		g.enter(t)
+		g.leave()
+	}
+}
+
+// TakeFork takes child, a fork of t made by Fork, so that t's code runs it
+// inline as a plain call (fine-grained fork-join without a handle, see
+// thread.Fork2). It reports false when another worker took child first:
+// then t must Join it. private says that child never left t's goroutine,
+// so that nothing refers to it any more and it may be prepared and forked
+// again.
 func (t *Task) TakeFork(child *Task) (taken, private bool) {
-	if t.g.lazy.take(child) {
+	if t.g.priv.take(child) {
 		return true, true
 	}
 	return child.claim(), false

@@ -268,6 +268,69 @@ func TestStressForkJoinRevoke(t *testing.T) {
 	assert.Equal(t, int64(roots*want(16)), runs.Load(), "every thread ran exactly once")
 }
 
+// Private forks (Task.Fork, thread.Fork2's) under load at four workers,
+// with threads that block outside Await now and then so that tokens are
+// revoked, and a Spawn inside every fifth fork: every fork runs exactly
+// once, inline by its parent or promoted and run elsewhere.
+func TestStressPrivateForks(t *testing.T) {
+	rt, lo, hi := levels(t, 4, 50, 50)
+	const roots, depth = 32, 17
+	var runs atomic.Int64
+	var tree func(p *Task, n int) int
+	tree = func(p *Task, n int) int {
+		k := runs.Add(1)
+		if n < 2 {
+			if k%997 == 0 {
+				time.Sleep(300 * time.Microsecond) // blocks outside Await
+			}
+			return 1
+		}
+		var b int
+		fork := &Task{}
+		fork.InitLike(p, fn(func(t *Task) { b = tree(t, n-2) }))
+		p.Fork(fork)
+		var a int
+		if k%5 == 0 {
+			c := spawn(p, func(t *Task) { a = tree(t, n-1) })
+			p.Join(c)
+		} else {
+			a = tree(p, n-1)
+		}
+		if taken, _ := p.TakeFork(fork); taken {
+			b = tree(p, n-2)
+		} else {
+			p.Join(fork)
+		}
+		return a + b + 1
+	}
+	want := func(n int) int { // nodes of the tree
+		a, b := 1, 1
+		for range n - 1 {
+			a, b = b, a+b+1
+		}
+		return b
+	}
+	var wg sync.WaitGroup
+	res := make([]int, roots)
+	for i := range roots {
+		p := lo
+		if i%4 == 0 {
+			p = hi
+		}
+		wg.Go(func() {
+			var r int
+			submit(t, rt, p, func(t *Task) { r = tree(t, depth) }).Wait()
+			res[i] = r
+		})
+	}
+	wg.Wait()
+	for i, r := range res {
+		assert.Equal(t, want(depth), r, "root %d", i)
+	}
+	assert.Equal(t, int64(roots*want(depth)), runs.Load(), "every fork ran exactly once")
+	assert.Positive(t, rt.Totals().Promotions, "no private fork was promoted: the test did not test sharing")
+}
+
 // A deal never takes the thread its sender runs next: with the only
 // thread of that rank in a bank, sendTo refuses; with two, the youngest stays.
 func TestSendToKeepsNextThread(t *testing.T) {
