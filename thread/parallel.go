@@ -205,8 +205,11 @@ func (p *forkPool[A, R]) get(c *Ctx) *forkRec[A, R] {
 func (p *forkPool[A, R]) release(level int, private bool) {
 	r := p.recs[level]
 	if private {
-		var zero forkRec[A, R]
-		r.f, r.arg, r.res, r.ctx.cx = nil, zero.arg, zero.res, nil // keep nothing of the user's alive
+		// Keep no argument or result of the user's alive; f and the
+		// context are overwritten at the next fork of this level.
+		var arg A
+		var res R
+		r.arg, r.res = arg, res
 	} else {
 		p.recs[level] = nil
 	}
