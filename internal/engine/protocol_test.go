@@ -239,33 +239,39 @@ func TestStressForkJoinRevoke(t *testing.T) {
 		p.Join(cb)
 		return a + b + 1
 	}
-	want := func(n int) int { // nodes of the tree
-		a, b := 1, 1
-		for range n - 1 {
-			a, b = b, a+b+1
-		}
-		return b
+	runTrees(t, rt, lo, hi, roots, 16, tree)
+	assert.Equal(t, int64(roots*treeNodes(16)), runs.Load(), "every thread ran exactly once")
+}
+
+// treeNodes is the number of nodes of the fork trees of the stress tests.
+func treeNodes(n int) int {
+	a, b := 1, 1
+	for range n - 1 {
+		a, b = b, a+b+1
 	}
+	return b
+}
+
+// runTrees submits roots trees of the given depth from as many goroutines,
+// one in four at priority hi, and checks each tree's node count.
+func runTrees(t *testing.T, rt *Runtime, lo, hi fairness.Priority, roots, depth int, tree func(*Task, int) int) {
 	var wg sync.WaitGroup
 	res := make([]int, roots)
 	for i := range roots {
 		p := lo
-		if i%8 == 0 {
+		if i%4 == 0 {
 			p = hi
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var r int
-			submit(t, rt, p, func(t *Task) { r = tree(t, 16) }).Wait()
+			submit(t, rt, p, func(t *Task) { r = tree(t, depth) }).Wait()
 			res[i] = r
-		}()
+		})
 	}
 	wg.Wait()
 	for i, r := range res {
-		assert.Equal(t, want(16), r, "root %d", i)
+		assert.Equal(t, treeNodes(depth), r, "root %d", i)
 	}
-	assert.Equal(t, int64(roots*want(16)), runs.Load(), "every thread ran exactly once")
 }
 
 // Private forks (Task.Fork, thread.Fork2's) under load at four workers,
@@ -303,31 +309,8 @@ func TestStressPrivateForks(t *testing.T) {
 		}
 		return a + b + 1
 	}
-	want := func(n int) int { // nodes of the tree
-		a, b := 1, 1
-		for range n - 1 {
-			a, b = b, a+b+1
-		}
-		return b
-	}
-	var wg sync.WaitGroup
-	res := make([]int, roots)
-	for i := range roots {
-		p := lo
-		if i%4 == 0 {
-			p = hi
-		}
-		wg.Go(func() {
-			var r int
-			submit(t, rt, p, func(t *Task) { r = tree(t, depth) }).Wait()
-			res[i] = r
-		})
-	}
-	wg.Wait()
-	for i, r := range res {
-		assert.Equal(t, want(depth), r, "root %d", i)
-	}
-	assert.Equal(t, int64(roots*want(depth)), runs.Load(), "every fork ran exactly once")
+	runTrees(t, rt, lo, hi, roots, depth, tree)
+	assert.Equal(t, int64(roots*treeNodes(depth)), runs.Load(), "every fork ran exactly once")
 	assert.Positive(t, rt.Totals().Promotions, "no private fork was promoted: the test did not test sharing")
 }
 
