@@ -19,17 +19,78 @@ import (
 //
 // A panic in body stops the iterations of its part of the range and comes
 // back as a *PanicError, after the parts already split off have finished;
-// the first such error is returned.
+// when several parts fail, For returns the error of the first in index
+// order. When c's context is done (see Ctx.Context), each part stops at
+// its next preemption point (within 64 iterations), and For returns the
+// context's error once the calls under way have returned; a loop that
+// completed before any part saw the context done returns nil, and one
+// started with a done context calls nothing.
 func For(c *Ctx, lo, hi int, body func(c *Ctx, i int)) error {
 	if body == nil {
 		return ErrNilFunction
 	}
-	return forRange(c, lo, hi, body)
+	_, err := part(c, forBody{body: body}, lo, hi)
+	return err
 }
 
-// forRange runs body over [lo, hi), offering halves of the rest on demand.
-func forRange(c *Ctx, lo, hi int, body func(*Ctx, int)) (err error) {
-	var halves []*Handle[error]
+// forBody is For's loop: body without accumulator.
+type forBody struct {
+	noAcc
+	body func(c *Ctx, i int)
+}
+
+func (f forBody) run(c *Ctx, _ struct{}, lo, hi int) (struct{}, int) {
+	for {
+		f.body(c, lo)
+		lo++
+		if lo == hi || c.task.Due() {
+			return struct{}{}, lo
+		}
+	}
+}
+
+// noAcc is the accumulator of loops that keep none.
+type noAcc struct{}
+
+func (noAcc) identity() struct{}                  { return struct{}{} }
+func (noAcc) combine(struct{}, struct{}) struct{} { return struct{}{} }
+
+// iterations is what a parallel loop does (For's body, Map's and Reduce's
+// function), seen by part, which splits the loop's range on demand. Each
+// part of the range folds its iterations into an accumulator of type A,
+// from identity(); the parts' accumulators are combined in index order.
+type iterations[A any] interface {
+	// run does iterations lo, lo+1, ... into acc, at least one, until hi
+	// or until a preemption point is due (Task.Due), and returns acc and
+	// where it stopped. Stopped before hi, it leaves the caller to pass
+	// the point (Task.Wanted).
+	run(c *Ctx, acc A, lo, hi int) (A, int)
+	identity() A
+	// combine gives the accumulator of two adjacent parts, a's first.
+	combine(a, b A) A
+}
+
+// partial is the outcome of a part run by another thread.
+type partial[A any] struct {
+	acc A
+	err error
+}
+
+// part runs [lo, hi) of a loop on c and offers the second half of what
+// remains whenever another worker wants work; it returns the range's
+// accumulator once the halves it offered have finished, so that no
+// iteration outlives the loop.
+func part[A any, I iterations[A]](c *Ctx, it I, lo, hi int) (acc A, err error) {
+	acc = it.identity()
+	if lo >= hi {
+		return acc, nil
+	}
+	if err := c.cancelled(); err != nil {
+		return acc, err
+	}
+	// halves[k] is [mid_k, mid_{k-1}): the last one offered is the next
+	// in index order after this thread's own range.
+	var halves []*Handle[partial[A]]
 	returned := false
 	defer func() {
 		if !returned {
@@ -37,36 +98,65 @@ func forRange(c *Ctx, lo, hi int, body func(*Ctx, int)) (err error) {
 				err = &PanicError{Value: r, Stack: debug.Stack()}
 			}
 		}
-		for _, h := range halves {
-			v, e := Join(c, h)
-			if e == nil {
-				e = v
-			}
-			if e != nil && err == nil {
-				err = e
-			}
+		for k := len(halves) - 1; k >= 0; k-- {
+			acc, err = joinPart(c, it, halves[k], acc, err)
 		}
 	}()
-	for i := lo; i < hi; i++ {
-		if c.task.Due() && c.task.Wanted() && hi-i > 1 {
-			mid := i + (hi-i+1)/2
-			halves = append(halves, offer(c, mid, hi, body))
-			hi = mid
+	due := c.task.Due()
+	for lo < hi {
+		if due {
+			if e := c.cancelled(); e != nil {
+				returned = true
+				return acc, e
+			}
+			if c.task.Wanted() && hi-lo > 1 {
+				mid := lo + (hi-lo+1)/2
+				halves = append(halves, offer(c, it, mid, hi))
+				hi = mid
+			}
 		}
-		body(c, i)
+		acc, lo = it.run(c, acc, lo, hi)
+		due = true
 	}
 	returned = true
-	return nil
+	return acc, nil
 }
 
-// offer starts [lo, hi) as a real thread that another worker can take.
-func offer(c *Ctx, lo, hi int, body func(*Ctx, int)) *Handle[error] {
-	h := &Handle[error]{}
-	h.f = func(c *Ctx) error { return forRange(c, lo, hi, body) }
-	h.ctx.task.InitLike(&c.task, (*runner[error])(h))
+// offer starts [lo, hi) of a loop as a real thread that another worker can
+// take.
+func offer[A any, I iterations[A]](c *Ctx, it I, lo, hi int) *Handle[partial[A]] {
+	h := &Handle[partial[A]]{}
+	h.f = func(c *Ctx) partial[A] {
+		acc, err := part(c, it, lo, hi)
+		return partial[A]{acc, err}
+	}
+	h.ctx.task.InitLike(&c.task, (*runner[partial[A]])(h))
 	c.inherit(&h.ctx)
 	c.task.Offer(&h.ctx.task)
 	return h
+}
+
+// joinPart waits for h, a part offered by c, whatever c's context says,
+// and gives acc combined with h's accumulator; once err is set it only
+// waits, keeping the first error.
+func joinPart[A any, I iterations[A]](c *Ctx, it I, h *Handle[partial[A]], acc A, err error) (_ A, e error) {
+	c.task.Join(&h.ctx.task)
+	r, e := h.result()
+	switch {
+	case err != nil:
+		return acc, err
+	case e == nil:
+		e = r.err
+	}
+	if e != nil {
+		return acc, e
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			e = &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return it.combine(acc, r.acc), nil
 }
 
 // Fork2 calls f(c, x) and f(c, y), the second in parallel where a worker is
