@@ -20,7 +20,8 @@ var benchSizes = map[string]int{
 }
 
 // BenchmarkKernels runs each kernel's sequential, goroutine and fairly
-// versions (the last with one and two workers) on the same instance.
+// versions (the last with one and two workers) on the same instance, and
+// its fine-grained fairly version with one and two workers.
 func BenchmarkKernels(b *testing.B) {
 	for _, k := range All() {
 		b.Run(k.Name, func(b *testing.B) {
@@ -39,13 +40,20 @@ func BenchmarkKernels(b *testing.B) {
 					loop(b, func() { require.NoError(b, RunFairly(rt, p, inst)) })
 				})
 			}
+			for _, procs := range []int{1, 2} {
+				b.Run(fmt.Sprintf("Fine/P=%d", procs), func(b *testing.B) {
+					rt, p := newRuntime(b, procs)
+					loop(b, func() { require.NoError(b, RunFine(rt, p, inst.(FineInstance))) })
+				})
+			}
 		})
 	}
 }
 
 // BenchmarkSpawnJoin measures the cost of a fork and its join: fib(27)
-// forking at every call, with fairly threads and with goroutines, on one
-// and two processors. ns/spawn is the time per fork.
+// forking at every call, with fairly threads, with thread.Fork2's lazy
+// forks and with goroutines, on one and two processors. ns/spawn is the
+// time per fork.
 func BenchmarkSpawnJoin(b *testing.B) {
 	const n = 27
 	want := fibIter(n)
@@ -58,6 +66,15 @@ func BenchmarkSpawnJoin(b *testing.B) {
 			fib := NewFib(n, 1)
 			for b.Loop() {
 				require.NoError(b, RunFairly(rt, p, fib))
+			}
+			require.NoError(b, fib.Check())
+			report(b)
+		})
+		b.Run(fmt.Sprintf("Fork2/P=%d", procs), func(b *testing.B) {
+			rt, p := newRuntime(b, procs)
+			fib := NewFib(n, 1)
+			for b.Loop() {
+				require.NoError(b, RunFine(rt, p, fib))
 			}
 			require.NoError(b, fib.Check())
 			report(b)
