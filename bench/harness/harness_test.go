@@ -169,7 +169,10 @@ func TestTable2Fine(t *testing.T) {
 			require.NotNil(t, rec, "%s fine P=%d", k, p)
 			assert.Len(t, rec.Times, cfg.Reps, "%s fine P=%d", k, p)
 		}
-		for _, k := range []string{"strassen", "bfs", "sort"} { // a goroutine per element: skipped
+		rec := fine[fmt.Sprintf("%s strassen P=%d", kindGoroutines, p)]
+		require.NotNil(t, rec, "strassen fine goroutines P=%d", p)
+		assert.Len(t, rec.Times, cfg.Reps)
+		for _, k := range []string{"bfs", "sort"} { // a goroutine per element: skipped
 			rec := fine[fmt.Sprintf("%s %s P=%d", kindGoroutines, k, p)]
 			require.NotNil(t, rec, "%s fine goroutines P=%d", k, p)
 			assert.NotEmpty(t, rec.Skipped)
@@ -177,7 +180,7 @@ func TestTable2Fine(t *testing.T) {
 		}
 		assert.Nil(t, fine[fmt.Sprintf("%s fib-cutoff P=%d", kindAlone, p)], "fib-cutoff's fine version is fib's")
 	}
-	assert.Len(t, fine, 5*len(cfg.Procs)+3*len(cfg.Procs))
+	assert.Len(t, fine, 5*len(cfg.Procs)+3*len(cfg.Procs)) // fairly: all but fib-cutoff; goroutines: strassen, bfs, sort
 
 	tbs := tables(Markdown(res))
 	require.Len(t, tbs, 1)
@@ -196,9 +199,13 @@ func TestTable2Fine(t *testing.T) {
 			for _, i := range []int{2, 4, 5, 7} { // sequential, fairly, speedup, T1/T_seq
 				assert.NotEqual(t, "—", r[i], "%s fine P=%d column %q", k, p, tb[0][i])
 			}
-			if k == "fib" || k == "uts" {
+			switch k {
+			case "fib", "uts":
 				assert.Equal(t, got[fmt.Sprintf("%s P=%d", k, p)][3], r[3], "%s: its goroutine version forks at every call", k)
-			} else {
+			case "strassen":
+				assert.NotContains(t, r[3], "skipped")
+				assert.NotEqual(t, "—", r[6])
+			default:
 				assert.True(t, strings.HasPrefix(r[3], "skipped: a goroutine per"), "%s fine goroutines: %q", k, r[3])
 			}
 		}

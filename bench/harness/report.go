@@ -210,7 +210,7 @@ func table2(res *Results) Section {
 			"The rows \"<kernel> fine\" are the fine-grained versions (kernels.FineInstance): the same algorithm with no hand-tuned grain or cutoff, " +
 			"thread.Fork2 at every recursive call and thread.For over every element, down to the algorithm's natural base case; " +
 			"their goroutine version has a go statement at every fork. fib and uts fork a goroutine at every call already, so their goroutine time is repeated; " +
-			"where the fine goroutine version starts a goroutine per row, vertex or key it is skipped, with the reason. fib-cutoff without its cutoff is fib.",
+			"where the fine goroutine version starts a goroutine per vertex or key (bfs, sort) it is skipped, with the reason. fib-cutoff without its cutoff is fib.",
 		Table: t.String(),
 	}
 }

@@ -333,8 +333,8 @@ func (s *suite) aloneRun(rec *Record, run func(rt *runtime.Runtime, p fairness.P
 
 // fineGoroutines is goroutines for the fine-grained version, in table2.
 // It is skipped for kernels where it starts a goroutine per element
-// (kernels.Kernel.FineGoroutinesCost): millions a run, ten times the
-// sequential time or more, too long for the suite.
+// (kernels.Kernel.FineGoroutinesCost): millions a run, many times the
+// sequential time, too long for the suite.
 func (s *suite) fineGoroutines(k kernels.Kernel, procs int) (*Record, error) {
 	rec := s.record(kindGoroutines, k, procs)
 	rec.Grain = grainFine

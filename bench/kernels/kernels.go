@@ -84,8 +84,9 @@ type Kernel struct {
 	// call, so FineGoroutines is the same program.
 	GoroutinesFine bool
 	// FineGoroutinesCost, when set, says why FineGoroutines is too costly
-	// for the benchmark suite's sizes: it starts a goroutine per element,
-	// millions a run.
+	// for the benchmark suite: it starts a goroutine per element, millions
+	// a run at the default size, and takes several times the sequential
+	// time (measured on two cores at the default size; docs/results.md).
 	FineGoroutinesCost string
 	// New prepares an instance of the given size, generating its input.
 	// Sizes below the kernel's smallest meaningful one are raised to it.
@@ -129,15 +130,14 @@ func All() []Kernel {
 				strassenCutoff),
 			Fine: fmt.Sprintf("thread.For over the 7 products of every level and over every row, naive at or below side %d "+
 				"(the algorithm's crossover: there the naive product beats another level of recursion on one core)", strassenCutoff),
-			FineGoroutinesCost: "a goroutine per row, about 1.2M a run at side 1024",
-			New:                func(n int) Instance { return newStrassen(n) },
+			New: func(n int) Instance { return newStrassen(n) },
 		},
 		{
 			Name: "bfs", Unit: "vertices", DefaultSize: 2_000_000, PaperSize: 15_000_000,
 			Doc: fmt.Sprintf("level-synchronous breadth-first search of a random graph of mean degree %d",
 				2*bfsEdgesPerVertex),
 			Fine:               "thread.For over every vertex of each frontier, the next frontier filled through an atomic counter",
-			FineGoroutinesCost: "a goroutine per vertex, 2 per vertex a run",
+			FineGoroutinesCost: "a goroutine per vertex, 2 per vertex a run: about 9× sequential",
 			New:                func(n int) Instance { return newBFS(n) },
 		},
 		{
@@ -146,7 +146,7 @@ func All() []Kernel {
 				sortCutoff),
 			Fine: fmt.Sprintf("sample sort into √n buckets with thread.For over every key and atomic bucket counts, "+
 				"slices.Sort at or below %d keys (where the sample would be as large as the input)", sortOversample*sortOversample),
-			FineGoroutinesCost: "a goroutine per key, 5 per key a run",
+			FineGoroutinesCost: "a goroutine per key, 5 per key a run: about 40× sequential",
 			New:                func(n int) Instance { return newSort(n) },
 		},
 	}
