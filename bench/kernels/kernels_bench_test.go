@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
 )
 
 // benchSizes are small sizes, so that go test -bench . runs every kernel in
@@ -60,25 +63,25 @@ func BenchmarkSpawnJoin(b *testing.B) {
 	report := func(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*FibSpawns(n)), "ns/spawn")
 	}
+	versions := []struct {
+		name string
+		run  func(rt *runtime.Runtime, p fairness.Priority, fib *Fib) error
+	}{
+		{"Fairly", func(rt *runtime.Runtime, p fairness.Priority, fib *Fib) error { return RunFairly(rt, p, fib) }},
+		{"Fork2", func(rt *runtime.Runtime, p fairness.Priority, fib *Fib) error { return RunFine(rt, p, fib) }},
+	}
 	for _, procs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("Fairly/P=%d", procs), func(b *testing.B) {
-			rt, p := newRuntime(b, procs)
-			fib := NewFib(n, 1)
-			for b.Loop() {
-				require.NoError(b, RunFairly(rt, p, fib))
-			}
-			require.NoError(b, fib.Check())
-			report(b)
-		})
-		b.Run(fmt.Sprintf("Fork2/P=%d", procs), func(b *testing.B) {
-			rt, p := newRuntime(b, procs)
-			fib := NewFib(n, 1)
-			for b.Loop() {
-				require.NoError(b, RunFine(rt, p, fib))
-			}
-			require.NoError(b, fib.Check())
-			report(b)
-		})
+		for _, v := range versions {
+			b.Run(fmt.Sprintf("%s/P=%d", v.name, procs), func(b *testing.B) {
+				rt, p := newRuntime(b, procs)
+				fib := NewFib(n, 1)
+				for b.Loop() {
+					require.NoError(b, v.run(rt, p, fib))
+				}
+				require.NoError(b, fib.Check())
+				report(b)
+			})
+		}
 		b.Run(fmt.Sprintf("Goroutines/P=%d", procs), func(b *testing.B) {
 			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
 			for b.Loop() {
