@@ -218,6 +218,17 @@ func TestTable2Fine(t *testing.T) {
 	}
 }
 
+// TestTable2FineOfMissing: fib-cutoff's fine rows point to fib's, and say
+// so when fib did not run.
+func TestTable2FineOfMissing(t *testing.T) {
+	res := &Results{Kernels: []string{"fib-cutoff"}, Procs: []int{1}, Experiments: []string{"table2"},
+		Records: []*Record{{Kind: kindSeq, Kernel: "fib-cutoff", Times: []time.Duration{time.Millisecond}}}}
+	tb := tables(table2(res).Table)[0]
+	require.Len(t, tb, 4)
+	assert.Equal(t, "fib-cutoff fine", tb[3][0])
+	assert.Equal(t, "= fib fine (fib not run)", tb[3][4])
+}
+
 func TestSuiteWrongDriver(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.Experiments = []string{"table3"}

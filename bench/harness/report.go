@@ -193,6 +193,9 @@ func table2(res *Results) Section {
 		switch {
 		case info.FineOf != "":
 			same := "= " + info.FineOf + " fine"
+			if !slices.Contains(res.Kernels, info.FineOf) {
+				same += " (" + info.FineOf + " not run)"
+			}
 			for _, p := range res.Procs {
 				t.add(k+" fine", fmt.Sprint(p), millis(seq), same, same, same, same, same)
 			}
