@@ -167,16 +167,23 @@ func TestCheckCatchesWrongBFSTrees(t *testing.T) {
 }
 
 // TestSampleSortRepeatedKeys covers inputs whose sample cannot split them:
-// the recursion must fall back to slices.Sort instead of looping.
+// the recursion must fall back to slices.Sort instead of looping, in the
+// fine-grained sort too.
 func TestSampleSortRepeatedKeys(t *testing.T) {
+	sorts := map[string]func(a, buf []uint64, ids []uint16){
+		"sampleSort":     func(a, buf []uint64, ids []uint16) { sampleSort(seq, a, buf, ids) },
+		"fineSampleSort": func(a, buf []uint64, ids []uint16) { fineSampleSort(par{mode: sequential, fine: true}, a, buf, ids) },
+	}
 	for _, distinct := range []uint64{1, 3} {
-		a := make([]uint64, 3*sortCutoff+7)
-		for i := range a {
-			a[i] = mix(uint64(i)%distinct) % 1000
+		for name, sort := range sorts {
+			a := make([]uint64, 3*sortCutoff+7)
+			for i := range a {
+				a[i] = mix(uint64(i)%distinct) % 1000
+			}
+			want := slices.Sorted(slices.Values(a))
+			sort(a, make([]uint64, len(a)), make([]uint16, len(a)))
+			assert.Equal(t, want, a, "%s, %d distinct keys", name, distinct)
 		}
-		want := slices.Sorted(slices.Values(a))
-		sampleSort(seq, a, make([]uint64, len(a)), make([]uint16, len(a)))
-		assert.Equal(t, want, a, "%d distinct keys", distinct)
 	}
 }
 
