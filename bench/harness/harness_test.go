@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -117,7 +118,7 @@ func TestSuite(t *testing.T) {
 	require.NoError(t, err)
 	tbs := tables(string(md))
 	require.Len(t, tbs, len(Experiments), "one table per experiment")
-	rows := map[int]int{0: 4, 1: 4, 2: 4, 3: 4, 4: 12, 5: 2, 6: 4, 7: 10} // data rows of each table
+	rows := map[int]int{0: 4, 1: 8, 2: 4, 3: 4, 4: 12, 5: 2, 6: 4, 7: 10} // data rows of each table (table2: cutoff and fine)
 	for i, tb := range tbs {
 		require.GreaterOrEqual(t, len(tb), 2, "table %d", i)
 		for _, r := range tb {
@@ -142,6 +143,90 @@ func TestSuite(t *testing.T) {
 	assert.Len(t, back.Records, len(res.Records))
 
 	assert.Equal(t, strings.Count(Markdown(res), "\n## "), len(Experiments)-1)
+}
+
+// TestTable2Fine runs table2 alone and checks its fine-grained rows: a
+// time and ratios for every kernel at every P, the records behind them
+// marked with the fine grain, and the figures of the other tables
+// unchanged by them.
+func TestTable2Fine(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Kernels = lookup(t, "fib", "fib-cutoff", "uts", "strassen", "bfs", "sort")
+	cfg.Sizes = map[string]int{"fib": 12, "fib-cutoff": 14, "uts": 3, "strassen": 130, "bfs": 5000, "sort": 20_000}
+	cfg.Experiments = []string{"table2"}
+	res, err := Run(cfg)
+	require.NoError(t, err)
+
+	fine := map[string]*Record{}
+	for _, rec := range res.Records {
+		if rec.Grain == grainFine {
+			fine[fmt.Sprintf("%s %s P=%d", rec.Kind, rec.Kernel, rec.Procs)] = rec
+		}
+	}
+	for _, p := range cfg.Procs {
+		for _, k := range []string{"fib", "uts", "strassen", "bfs", "sort"} {
+			rec := fine[fmt.Sprintf("%s %s P=%d", kindAlone, k, p)]
+			require.NotNil(t, rec, "%s fine P=%d", k, p)
+			assert.Len(t, rec.Times, cfg.Reps, "%s fine P=%d", k, p)
+		}
+		rec := fine[fmt.Sprintf("%s strassen P=%d", kindGoroutines, p)]
+		require.NotNil(t, rec, "strassen fine goroutines P=%d", p)
+		assert.Len(t, rec.Times, cfg.Reps)
+		for _, k := range []string{"bfs", "sort"} { // a goroutine per element: skipped
+			rec := fine[fmt.Sprintf("%s %s P=%d", kindGoroutines, k, p)]
+			require.NotNil(t, rec, "%s fine goroutines P=%d", k, p)
+			assert.NotEmpty(t, rec.Skipped)
+			assert.Empty(t, rec.Times)
+		}
+		assert.Nil(t, fine[fmt.Sprintf("%s fib-cutoff P=%d", kindAlone, p)], "fib-cutoff's fine version is fib's")
+	}
+	assert.Len(t, fine, 5*len(cfg.Procs)+3*len(cfg.Procs)) // fairly: all but fib-cutoff; goroutines: strassen, bfs, sort
+
+	tbs := tables(Markdown(res))
+	require.Len(t, tbs, 1)
+	tb := tbs[0]
+	assert.Equal(t, []string{"kernel", "P", "sequential (ms)", "goroutines (ms)", "fairly (ms)", "T_seq/T_fairly", "T_goroutines/T_fairly", "T1/T_seq"}, tb[0])
+	got := map[string][]string{}
+	for _, r := range tb[2:] {
+		require.Len(t, r, len(tb[0]), "row %q", r)
+		got[r[0]+" P="+r[1]] = r
+	}
+	require.Len(t, got, 2*len(cfg.Kernels)*len(cfg.Procs))
+	for _, p := range cfg.Procs {
+		for _, k := range []string{"fib", "uts", "strassen", "bfs", "sort"} {
+			r := got[fmt.Sprintf("%s fine P=%d", k, p)]
+			require.NotNil(t, r, "%s fine P=%d", k, p)
+			for _, i := range []int{2, 4, 5, 7} { // sequential, fairly, speedup, T1/T_seq
+				assert.NotEqual(t, "—", r[i], "%s fine P=%d column %q", k, p, tb[0][i])
+			}
+			switch k {
+			case "fib", "uts":
+				assert.Equal(t, got[fmt.Sprintf("%s P=%d", k, p)][3], r[3], "%s: its goroutine version forks at every call", k)
+			case "strassen":
+				assert.NotContains(t, r[3], "skipped")
+				assert.NotEqual(t, "—", r[6])
+			default:
+				assert.True(t, strings.HasPrefix(r[3], "skipped: a goroutine per"), "%s fine goroutines: %q", k, r[3])
+			}
+		}
+		assert.Equal(t, "= fib fine", got[fmt.Sprintf("fib-cutoff fine P=%d", p)][4])
+		// The cutoff rows are the fairly runs without a grain.
+		fair := res.find(Record{Kind: kindAlone, Kernel: "strassen", Procs: p})
+		require.NotNil(t, fair)
+		assert.Empty(t, fair.Grain)
+		assert.Equal(t, millis(fair), got[fmt.Sprintf("strassen P=%d", p)][4])
+	}
+}
+
+// TestTable2FineOfMissing: fib-cutoff's fine rows point to fib's, and say
+// so when fib did not run.
+func TestTable2FineOfMissing(t *testing.T) {
+	res := &Results{Kernels: []string{"fib-cutoff"}, Procs: []int{1}, Experiments: []string{"table2"},
+		Records: []*Record{{Kind: kindSeq, Kernel: "fib-cutoff", Times: []time.Duration{time.Millisecond}}}}
+	tb := tables(table2(res).Table)[0]
+	require.Len(t, tb, 4)
+	assert.Equal(t, "fib-cutoff fine", tb[3][0])
+	assert.Equal(t, "= fib fine (fib not run)", tb[3][4])
 }
 
 func TestSuiteWrongDriver(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fairlyprompt/fairly/bench/kernels"
 )
 
 // table is a markdown table.
@@ -97,8 +99,12 @@ func times(rec *Record) []float64 {
 	return seconds(rec.Times)
 }
 
-// millis prints the run times of rec in milliseconds.
+// millis prints the run times of rec in milliseconds, or why it was
+// skipped.
 func millis(rec *Record) string {
+	if rec != nil && rec.Skipped != "" {
+		return "skipped: " + rec.Skipped
+	}
 	s := spreadOf(times(rec))
 	s = Spread{Median: s.Median * 1e3, Min: s.Min * 1e3, Max: s.Max * 1e3, N: s.N}
 	switch {
@@ -111,9 +117,14 @@ func millis(rec *Record) string {
 }
 
 // over gives base's median divided by each run of rec, or each run over
-// base's median when invert is set.
+// base's median when invert is set; nothing when base has no runs (it is
+// missing or was skipped).
 func over(base, rec *Record, invert bool) Spread {
-	return spreadOf(ratios(spreadOf(times(base)).Median, times(rec), invert))
+	b := spreadOf(times(base))
+	if b.N == 0 {
+		return Spread{}
+	}
+	return spreadOf(ratios(b.Median, times(rec), invert))
 }
 
 func latency(rec *Record) Latency {
@@ -165,19 +176,44 @@ func table1(res *Results) Section {
 }
 
 func table2(res *Results) Section {
-	t := table{head: []string{"kernel", "P", "sequential (ms)", "goroutines (ms)", "fairly (ms)", "T_seq/T_fairly", "T_goroutines/T_fairly"}}
+	t := table{head: []string{"kernel", "P", "sequential (ms)", "goroutines (ms)", "fairly (ms)", "T_seq/T_fairly", "T_goroutines/T_fairly", "T1/T_seq"}}
 	for _, k := range res.Kernels {
 		seq := res.find(Record{Kind: kindSeq, Kernel: k})
-		for _, p := range res.Procs {
-			gor := res.find(Record{Kind: kindGoroutines, Kernel: k, Procs: p})
-			fair := res.find(Record{Kind: kindAlone, Kernel: k, Procs: p})
-			t.add(k, fmt.Sprint(p), millis(seq), millis(gor), millis(fair), over(seq, fair, false).format(2, "×"), over(gor, fair, false).format(2, "×"))
+		rows := func(name, grain string, gorGrain string) {
+			one := res.find(Record{Kind: kindAlone, Kernel: k, Procs: 1, Grain: grain})
+			for _, p := range res.Procs {
+				gor := res.find(Record{Kind: kindGoroutines, Kernel: k, Procs: p, Grain: gorGrain})
+				fair := res.find(Record{Kind: kindAlone, Kernel: k, Procs: p, Grain: grain})
+				t.add(name, fmt.Sprint(p), millis(seq), millis(gor), millis(fair), over(seq, fair, false).format(2, "×"),
+					over(gor, fair, false).format(2, "×"), over(seq, one, true).format(2, "×"))
+			}
+		}
+		rows(k, "", "")
+		info, _ := kernels.Lookup(k) // a zero Kernel for a name this version does not know
+		switch {
+		case info.FineOf != "":
+			same := "= " + info.FineOf + " fine"
+			if !slices.Contains(res.Kernels, info.FineOf) {
+				same += " (" + info.FineOf + " not run)"
+			}
+			for _, p := range res.Procs {
+				t.add(k+" fine", fmt.Sprint(p), millis(seq), same, same, same, same, same)
+			}
+		case info.GoroutinesFine:
+			rows(k+" fine", grainFine, "")
+		default:
+			rows(k+" fine", grainFine, grainFine)
 		}
 	}
 	return Section{
 		Title: "Table 2: speedups",
 		Text: "Each kernel alone: its sequential baseline, its plain-goroutine version (GOMAXPROCS = P) and its fairly version " +
-			"(P workers, the kernel at low priority with every share, as \"alone\" in Table 1). Speedups are the baseline's median time over each fairly run: median (range). Higher is better.",
+			"(P workers, the kernel at low priority with every share, as \"alone\" in Table 1). Speedups are the baseline's median time over each fairly run: median (range). Higher is better. " +
+			"T1/T_seq is each fairly run at P = 1 over the sequential median: the version's cost of forking (lower is better). " +
+			"The rows \"<kernel> fine\" are the fine-grained versions (kernels.FineInstance): the same algorithm with no hand-tuned grain or cutoff, " +
+			"thread.Fork2 at every recursive call and thread.For over every element, down to the algorithm's natural base case; " +
+			"their goroutine version has a go statement at every fork. fib and uts fork a goroutine at every call already, so their goroutine time is repeated; " +
+			"where the fine goroutine version starts a goroutine per vertex or key (bfs, sort) it is skipped, with the reason. fib-cutoff without its cutoff is fib.",
 		Table: t.String(),
 	}
 }

@@ -75,6 +75,11 @@ func fairlyRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance) 
 	})
 }
 
+// fineRun times the fine-grained fairly version of inst.
+func fineRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.FineInstance) (time.Duration, error) {
+	return timed(inst, func() error { return kernels.RunFine(rt, p, inst) })
+}
+
 // repeat runs a measurement n times.
 func repeat(n int, run func() (time.Duration, error)) ([]time.Duration, error) {
 	times := make([]time.Duration, 0, n)

@@ -11,6 +11,8 @@ import (
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/interactive"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
 	"github.com/fairlyprompt/fairly/thread"
 )
 
@@ -25,7 +27,9 @@ const (
 	kindShare      = "fig9"       // fib with a sink and a terminal echo, varying the echo's share
 )
 
-// Grains of table5.
+// Grains of table5. table2's fine-grained runs (kernels.FineInstance) are
+// records of kinds alone and goroutines with Grain grainFine; its other
+// records have no grain.
 const (
 	grainIdle   = "idle"
 	grainFine   = "fine"
@@ -47,9 +51,12 @@ type Record struct {
 	Size      int    `json:"size,omitempty"`
 	Procs     int    `json:"procs,omitempty"`
 	Criterion string `json:"criterion,omitempty"`
-	// System is "fairly" or "goroutines" in table5; Grain is its grain.
+	// System is "fairly" or "goroutines" in table5; Grain is its grain,
+	// or "fine" for the fine-grained versions of table2.
 	System string `json:"system,omitempty"`
 	Grain  string `json:"grain,omitempty"`
+	// Skipped says why a setting did not run, if it did not.
+	Skipped string `json:"skipped,omitempty"`
 	// Share is the interactive share of fig9, in percent.
 	Share float64 `json:"share,omitempty"`
 	// Times are the kernel's run times.
@@ -82,12 +89,13 @@ type Results struct {
 	Records     []*Record `json:"records"`
 }
 
-// find returns the record matching every non-zero field of want, or nil.
+// find returns the record matching every non-zero field of want, and its
+// grain, or nil.
 func (r *Results) find(want Record) *Record {
 	for _, rec := range r.Records {
 		if rec.Kind == want.Kind && (want.Kernel == "" || rec.Kernel == want.Kernel) &&
 			(want.Procs == 0 || rec.Procs == want.Procs) && (want.Criterion == "" || rec.Criterion == want.Criterion) &&
-			(want.System == "" || rec.System == want.System) && (want.Grain == "" || rec.Grain == want.Grain) &&
+			(want.System == "" || rec.System == want.System) && rec.Grain == want.Grain &&
 			(want.Share == 0 || rec.Share == want.Share) {
 			return rec
 		}
@@ -181,6 +189,12 @@ func (s *suite) plan() []step {
 			if cfg.needs("table2") {
 				addBaseline(func() (*Record, error) { return s.goroutines(k, p) }, "%s goroutines P=%d", k.Name, p)
 			}
+			if cfg.needs("table2") && k.FineOf == "" {
+				add(func() (*Record, error) { return s.fine(k, p) }, "%s fine P=%d", k.Name, p)
+				if !k.GoroutinesFine {
+					addBaseline(func() (*Record, error) { return s.fineGoroutines(k, p) }, "%s fine goroutines P=%d", k.Name, p)
+				}
+			}
 			if cfg.needs("table1", "table4", "fig8") {
 				for _, c := range cfg.Criteria {
 					add(func() (*Record, error) { return s.busy(kindLoaded, k, p, c, true) }, "%s %v P=%d", k.Name, c, p)
@@ -264,10 +278,18 @@ func (s *suite) seq(k kernels.Kernel) (*Record, error) {
 }
 
 func (s *suite) goroutines(k kernels.Kernel, procs int) (*Record, error) {
-	inst, rec := s.instance(k), s.record(kindGoroutines, k, procs)
+	inst := s.instance(k)
+	return s.goroutinesTimes(s.record(kindGoroutines, k, procs), inst, inst.Goroutines)
+}
+
+// goroutinesTimes fills rec with the times of version, a plain-goroutine
+// version of inst, at GOMAXPROCS = rec.Procs.
+func (s *suite) goroutinesTimes(rec *Record, inst kernels.Instance, version func()) (*Record, error) {
 	var err error
-	rec.Times, err = withProcs(procs, func() ([]time.Duration, error) {
-		return repeat(s.cfg.Reps, func() (time.Duration, error) { return goroutinesRun(inst) })
+	rec.Times, err = withProcs(rec.Procs, func() ([]time.Duration, error) {
+		return repeat(s.cfg.Reps, func() (time.Duration, error) {
+			return timed(inst, func() error { version(); return nil })
+		})
 	})
 	return rec, err
 }
@@ -275,16 +297,57 @@ func (s *suite) goroutines(k kernels.Kernel, procs int) (*Record, error) {
 // alone runs the kernel at low priority with every share and nothing else
 // running: the baseline of stretch, and fairly's time in table2.
 func (s *suite) alone(k kernels.Kernel, procs int) (*Record, error) {
-	inst, rec := s.instance(k), s.record(kindAlone, k, procs)
+	inst := s.instance(k)
+	return s.aloneRun(s.record(kindAlone, k, procs), func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
+		return fairlyRun(rt, p, inst)
+	})
+}
+
+// fine is alone for the fine-grained fairly version, in table2.
+func (s *suite) fine(k kernels.Kernel, procs int) (*Record, error) {
+	rec := s.record(kindAlone, k, procs)
+	rec.Grain = grainFine
+	inst, ok := s.instance(k).(kernels.FineInstance)
+	if !ok {
+		rec.Skipped = "no fine-grained version"
+		return rec, nil
+	}
+	return s.aloneRun(rec, func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
+		return fineRun(rt, p, inst)
+	})
+}
+
+// aloneRun fills rec with the times of run at low priority, on a runtime
+// of rec.Procs workers that gives that priority every share.
+func (s *suite) aloneRun(rec *Record, run func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error)) (*Record, error) {
 	c := Criterion{0, 0, 100}
 	rec.Criterion = c.String()
 	p := newPrios()
-	rt, err := p.runtime(procs, c)
+	rt, err := p.runtime(rec.Procs, c)
 	if err != nil {
 		return nil, err
 	}
-	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return run(rt, p.lo) })
 	return rec, closeAll(err, rt.Close())
+}
+
+// fineGoroutines is goroutines for the fine-grained version, in table2.
+// It is skipped for kernels where it starts a goroutine per element
+// (kernels.Kernel.FineGoroutinesCost): millions a run, many times the
+// sequential time, too long for the suite.
+func (s *suite) fineGoroutines(k kernels.Kernel, procs int) (*Record, error) {
+	rec := s.record(kindGoroutines, k, procs)
+	rec.Grain = grainFine
+	inst, ok := s.instance(k).(kernels.FineInstance)
+	switch {
+	case !ok:
+		rec.Skipped = "no fine-grained version"
+		return rec, nil
+	case k.FineGoroutinesCost != "":
+		rec.Skipped = k.FineGoroutinesCost
+		return rec, nil
+	}
+	return s.goroutinesTimes(rec, inst, inst.FineGoroutines)
 }
 
 // busy runs the kernel at low priority under criterion c while a network

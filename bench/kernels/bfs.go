@@ -69,7 +69,9 @@ type bfs struct {
 	front, next []int32
 	found       [][]int32
 	at          []int
-	dist        []int32 // reference distances, computed by the first Check
+	// tail is how much of next the fine-grained versions have filled.
+	tail atomic.Int64
+	dist []int32 // reference distances, computed by the first Check
 }
 
 func newBFS(n int) *bfs { return bfsOn(randomGraph(max(n, 1))) }
@@ -89,6 +91,13 @@ func (b *bfs) Seq()                 { b.run(seq) }
 func (b *bfs) Goroutines()          { b.run(gor) }
 func (b *bfs) Fairly(c *thread.Ctx) { b.run(fairly(c)) }
 
+// Fine loops with thread.For over every vertex of each frontier, and of the
+// graph to reset the tree; the discoveries go straight into the next
+// frontier, each at a place claimed with an atomic counter, as there are no
+// chunks whose findings could be gathered.
+func (b *bfs) Fine(c *thread.Ctx) { b.run(fineFairly(c)) }
+func (b *bfs) FineGoroutines()    { b.run(fineGor) }
+
 func (b *bfs) run(p par) {
 	parFor(p, 0, len(b.parent), bfsFill, func(_ par, lo, hi int) {
 		for v := lo; v < hi; v++ {
@@ -99,7 +108,11 @@ func (b *bfs) run(p par) {
 	b.parent[root].Store(root)
 	b.front = append(b.front[:0], root)
 	for len(b.front) > 0 {
-		b.level(p)
+		if p.fine {
+			b.fineLevel(p)
+		} else {
+			b.level(p)
+		}
 		b.front, b.next = b.next, b.front
 	}
 }
@@ -133,6 +146,23 @@ func (b *bfs) level(p par) {
 			copy(b.next[b.at[k]:], b.found[k])
 		}
 	})
+}
+
+// fineLevel is level without chunks: every frontier vertex is a leaf of
+// parFor, and its discoveries claim their places in b.next one by one.
+func (b *bfs) fineLevel(p par) {
+	b.tail.Store(0)
+	b.next = b.next[:cap(b.next)] // a vertex is discovered once, so n places suffice
+	parFor(p, 0, len(b.front), 1, func(_ par, lo, hi int) {
+		for _, u := range b.front[lo:hi] {
+			for _, v := range b.g.neighbours(u) {
+				if b.parent[v].Load() == -1 && b.parent[v].CompareAndSwap(-1, u) {
+					b.next[b.tail.Add(1)-1] = v
+				}
+			}
+		}
+	})
+	b.next = b.next[:b.tail.Load()]
 }
 
 // distances is a plain queue-based BFS from vertex 0: the reference of Check.

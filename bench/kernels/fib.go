@@ -55,6 +55,19 @@ func FibSpawnAll(c *thread.Ctx, n int) int { return FibCutoff(c, n, 1) }
 // call with n ≥ 2.
 func FibGoAll(n int) int { return FibCutoffGo(n, 1) }
 
+// FibFork is the fine-grained fairly Fibonacci, as the documentation of
+// thread.Fork2 writes it: a lazy fork at every call with n ≥ 2 and no
+// cutoff. A fork that no other worker takes costs a plain call and no
+// allocation, so on a busy machine FibFork runs within a small factor of
+// FibSeq, and it spreads over idle workers when there are any.
+func FibFork(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := thread.Fork2(c, FibFork, n-1, n-2)
+	return a + b
+}
+
 // FibSpawns is the number of forks FibSpawnAll and FibGoAll make for
 // fib(n): one per call with n ≥ 2, which is fib(n+1) − 1.
 func FibSpawns(n int) int {
@@ -94,6 +107,13 @@ func (f *Fib) Goroutines() { f.result = FibCutoffGo(f.N, f.Cutoff) }
 
 // Fairly computes fib(N) with FibCutoff.
 func (f *Fib) Fairly(c *thread.Ctx) { f.result = FibCutoff(c, f.N, f.Cutoff) }
+
+// Fine computes fib(N) with FibFork, whatever the Cutoff: without a
+// cutoff, fib-cutoff is fib.
+func (f *Fib) Fine(c *thread.Ctx) { f.result = FibFork(c, f.N) }
+
+// FineGoroutines computes fib(N) with FibGoAll, whatever the Cutoff.
+func (f *Fib) FineGoroutines() { f.result = FibGoAll(f.N) }
 
 // Check compares the last result with fib(N) computed by iteration.
 func (f *Fib) Check() error {

@@ -167,16 +167,23 @@ func TestCheckCatchesWrongBFSTrees(t *testing.T) {
 }
 
 // TestSampleSortRepeatedKeys covers inputs whose sample cannot split them:
-// the recursion must fall back to slices.Sort instead of looping.
+// the recursion must fall back to slices.Sort instead of looping, in the
+// fine-grained sort too.
 func TestSampleSortRepeatedKeys(t *testing.T) {
+	sorts := map[string]func(a, buf []uint64, ids []uint16){
+		"sampleSort":     func(a, buf []uint64, ids []uint16) { sampleSort(seq, a, buf, ids) },
+		"fineSampleSort": func(a, buf []uint64, ids []uint16) { fineSampleSort(par{mode: sequential, fine: true}, a, buf, ids) },
+	}
 	for _, distinct := range []uint64{1, 3} {
-		a := make([]uint64, 3*sortCutoff+7)
-		for i := range a {
-			a[i] = mix(uint64(i)%distinct) % 1000
+		for name, sort := range sorts {
+			a := make([]uint64, 3*sortCutoff+7)
+			for i := range a {
+				a[i] = mix(uint64(i)%distinct) % 1000
+			}
+			want := slices.Sorted(slices.Values(a))
+			sort(a, make([]uint64, len(a)), make([]uint16, len(a)))
+			assert.Equal(t, want, a, "%s, %d distinct keys", name, distinct)
 		}
-		want := slices.Sorted(slices.Values(a))
-		sampleSort(seq, a, make([]uint64, len(a)), make([]uint16, len(a)))
-		assert.Equal(t, want, a, "%d distinct keys", distinct)
 	}
 }
 
@@ -235,4 +242,56 @@ func (b *bfs) parents() []int32 {
 		ps[v] = b.parent[v].Load()
 	}
 	return ps
+}
+
+// fineTestSizes are testSizes made smaller where the fine versions, a
+// goroutine at every call or key, are slow under the race detector; sort
+// at 50,000 keys still recurses once before its base case.
+var fineTestSizes = []struct {
+	kernel string
+	size   int
+}{
+	{"fib", 18},
+	{"fib-cutoff", 18},
+	{"uts", 7},
+	{"strassen", 200},
+	{"strassen", 130},
+	{"bfs", 50_000},
+	{"sort", 50_000},
+}
+
+// TestFineVersionsAgree runs the fine-grained versions of every kernel at
+// P = 1, 2 and 8 and on goroutines, corrupting the result before each run.
+func TestFineVersionsAgree(t *testing.T) {
+	procs := []int{1, 2, 8}
+	rts := make([]*runtime.Runtime, len(procs))
+	prios := make([]fairness.Priority, len(procs))
+	for i, p := range procs {
+		rts[i], prios[i] = newRuntime(t, p)
+	}
+	for _, ts := range fineTestSizes {
+		t.Run(fmt.Sprintf("%s/%d", ts.kernel, ts.size), func(t *testing.T) {
+			k, err := Lookup(ts.kernel)
+			require.NoError(t, err)
+			inst, ok := k.New(ts.size).(FineInstance)
+			require.True(t, ok, "%s has no fine-grained version", k.Name)
+			inst.Seq()
+			require.NoError(t, inst.Check())
+			type run struct {
+				name string
+				run  func() error
+			}
+			var runs []run
+			for i, p := range procs {
+				runs = append(runs, run{fmt.Sprintf("Fine/P=%d", p), func() error { return RunFine(rts[i], prios[i], inst) }})
+			}
+			runs = append(runs, run{"FineGoroutines", func() error { inst.FineGoroutines(); return nil }})
+			for _, r := range runs {
+				corrupt(t, inst)
+				require.ErrorIs(t, inst.Check(), ErrWrongResult, "corrupted before %s", r.name)
+				require.NoError(t, r.run(), r.name)
+				require.NoError(t, inst.Check(), r.name)
+			}
+		})
+	}
 }

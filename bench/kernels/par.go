@@ -8,11 +8,19 @@ import (
 
 // par says how a kernel forks: not at all (the sequential baseline), with
 // plain goroutines, or with fairly threads. Each kernel is written once
-// against it, so its three versions share the algorithm and the grain and
-// differ only in how a fork is carried out.
+// against it, so its versions share the algorithm and the grain and differ
+// only in how a fork is carried out.
+//
+// A fine par has no grain: reduce and parFor divide down to single
+// elements, and kernels drop their own hand-tuned sizes for the
+// algorithm's natural base case. In fairly mode a fine par forks as a Go
+// user of fairly would, with no cutoff to choose: thread.Fork2 at every
+// division of reduce and thread.For over every element of parFor, both of
+// which fork lazily, only when another worker wants work.
 type par struct {
 	mode mode
 	c    *thread.Ctx // the running thread, in fairly mode
+	fine bool        // no grain: fork at every division, loop over every element
 }
 
 // mode is how a par forks.
@@ -31,7 +39,13 @@ var (
 	gor = par{mode: goroutines}
 )
 
-func fairly(c *thread.Ctx) par { return par{threads, c} }
+func fairly(c *thread.Ctx) par { return par{threads, c, false} }
+
+// fineGor and fineFairly are the fine-grained pars: a go statement at every
+// division, or thread c forking lazily with thread.Fork2 and thread.For.
+var fineGor = par{mode: goroutines, fine: true}
+
+func fineFairly(c *thread.Ctx) par { return par{threads, c, true} }
 
 // strideLen is how many elements a long sequential loop of a fairly leaf
 // handles between two preemption points: about 100 µs of the slowest loop.
@@ -71,13 +85,19 @@ func join[T any](c *thread.Ctx, h *thread.Handle[T]) T {
 }
 
 // reduce divides [lo, hi) in halves down to pieces of at most grain
-// elements, forking the right half at every division (a binary spawn tree,
-// so the oldest threads hold the most work), runs leaf on each piece and
-// combines the results in order. The sequential par hands the whole range
-// to leaf at once.
+// elements (one element for a fine par), forking the right half at every
+// division (a binary spawn tree, so the oldest threads hold the most work),
+// runs leaf on each piece and combines the results in order. The
+// sequential par hands the whole range to leaf at once.
 func reduce[T any](p par, lo, hi, grain int, leaf func(p par, lo, hi int) T, combine func(a, b T) T) T {
+	if p.fine {
+		grain = 1
+	}
 	if hi-lo <= grain || p.mode == sequential {
 		return leaf(p, lo, hi)
+	}
+	if p.mode == threads && p.fine {
+		return forkReduce(p.c, span{lo, hi}, leaf, combine)
 	}
 	mid := lo + (hi-lo)/2
 	if p.mode == threads {
@@ -95,8 +115,36 @@ func reduce[T any](p par, lo, hi, grain int, leaf func(p par, lo, hi int) T, com
 	return combine(left, right)
 }
 
-// parFor is reduce for leaves without a result.
+// span is a range [lo, hi) of indices, the argument of forkReduce's forks.
+type span struct{ lo, hi int }
+
+// forkReduce is reduce for a fine fairly par: a binary fork tree down to
+// single elements, each fork a thread.Fork2, which costs a plain call unless
+// another worker takes it. The recursive function is made once per call of
+// forkReduce and is the same at every fork, so the forks allocate nothing.
+func forkReduce[T any](c *thread.Ctx, s span, leaf func(p par, lo, hi int) T, combine func(a, b T) T) T {
+	var split func(c *thread.Ctx, s span) T
+	split = func(c *thread.Ctx, s span) T {
+		if s.hi-s.lo <= 1 {
+			return leaf(fineFairly(c), s.lo, s.hi)
+		}
+		mid := s.lo + (s.hi-s.lo)/2
+		a, b := thread.Fork2(c, split, span{s.lo, mid}, span{mid, s.hi})
+		return combine(a, b)
+	}
+	return split(c, s)
+}
+
+// parFor is reduce for leaves without a result. A fine fairly par runs it
+// as thread.For over every element, which splits the range lazily.
 func parFor(p par, lo, hi, grain int, leaf func(p par, lo, hi int)) {
+	if p.mode == threads && p.fine {
+		err := thread.For(p.c, lo, hi, func(c *thread.Ctx, i int) { leaf(fineFairly(c), i, i+1) })
+		if err != nil {
+			panic(err) // as join does: the failure travels up to thread.Run
+		}
+		return
+	}
 	reduce(p, lo, hi, grain,
 		func(p par, lo, hi int) struct{} { leaf(p, lo, hi); return struct{}{} },
 		func(struct{}, struct{}) struct{} { return struct{}{} })

@@ -2,7 +2,9 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/fairlyprompt/fairly/thread"
 )
@@ -37,15 +39,7 @@ func sampleSort(p par, a, buf []uint64, ids []uint16) {
 		return
 	}
 	buckets := min(sortMaxBuckets, (2*n+sortCutoff-1)/sortCutoff)
-	sample := make([]uint64, buckets*sortOversample)
-	for i := range sample {
-		sample[i] = a[mix(uint64(n)+uint64(i))%uint64(n)]
-	}
-	slices.Sort(sample)
-	splitters := make([]uint64, buckets-1)
-	for i := range splitters {
-		splitters[i] = sample[(i+1)*sortOversample]
-	}
+	splitters := splittersOf(a, buckets)
 
 	blocks := min(sortMaxBlocks, (n+sortBlock-1)/sortBlock)
 	span := (n + blocks - 1) / blocks
@@ -93,17 +87,76 @@ func sampleSort(p par, a, buf []uint64, ids []uint16) {
 		}
 	})
 
-	parFor(p, 0, buckets, 1, func(p par, lo, hi int) {
+	sortBuckets(p, a, buf, ids, start, sampleSort)
+}
+
+// splittersOf draws sortOversample keys of a per bucket and keeps every
+// sortOversample-th of the sorted sample: the buckets−1 splitters.
+func splittersOf(a []uint64, buckets int) []uint64 {
+	n := len(a)
+	sample := make([]uint64, buckets*sortOversample)
+	for i := range sample {
+		sample[i] = a[mix(uint64(n)+uint64(i))%uint64(n)]
+	}
+	slices.Sort(sample)
+	splitters := make([]uint64, buckets-1)
+	for i := range splitters {
+		splitters[i] = sample[(i+1)*sortOversample]
+	}
+	return splitters
+}
+
+// sortBuckets copies the buckets of buf (bucket k is buf[start[k]:start[k+1]])
+// back into a and sorts them in parallel with sort, the recursion.
+func sortBuckets(p par, a, buf []uint64, ids []uint16, start []int, sort func(p par, a, buf []uint64, ids []uint16)) {
+	parFor(p, 0, len(start)-1, 1, func(p par, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			from, to := start[k], start[k+1]
 			copy(a[from:to], buf[from:to])
-			if to-from == n { // one bucket holds everything: splitting cannot help
+			if to-from == len(a) { // one bucket holds everything: splitting cannot help
 				slices.Sort(a[from:to])
 				continue
 			}
-			sampleSort(p, a[from:to], buf[from:to], ids[from:to])
+			sort(p, a[from:to], buf[from:to], ids[from:to])
 		}
 	})
+}
+
+// fineSampleSort is sampleSort with no hand-tuned size, for the fine pars:
+// √n buckets of about √n keys (so two levels take 8M keys to buckets of
+// about 50), parallel loops over every key, and bucket counts and places
+// claimed with atomic adds, as there are no blocks to count per. Its base
+// case is the algorithm's: at or below sortOversample² keys the sample would
+// be as large as the input, so slices.Sort (there, an insertion sort) takes
+// over.
+func fineSampleSort(p par, a, buf []uint64, ids []uint16) {
+	n := len(a)
+	if n <= sortOversample*sortOversample {
+		slices.Sort(a)
+		return
+	}
+	buckets := min(sortMaxBuckets, int(math.Sqrt(float64(n))))
+	splitters := splittersOf(a, buckets)
+	count := make([]atomic.Int64, buckets)
+	parFor(p, 0, n, 1, func(_ par, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			k, _ := slices.BinarySearch(splitters, a[i])
+			ids[i] = uint16(k)
+			count[k].Add(1)
+		}
+	})
+	start := make([]int, buckets+1)
+	for k := range buckets {
+		c := int(count[k].Load())
+		count[k].Store(int64(start[k]))
+		start[k+1] = start[k] + c
+	}
+	parFor(p, 0, n, 1, func(_ par, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			buf[count[ids[i]].Add(1)-1] = a[i]
+		}
+	})
+	sortBuckets(p, a, buf, ids, start, fineSampleSort)
 }
 
 // checksum is a multiset fingerprint of keys: a sum of hashes, which no
@@ -143,8 +196,16 @@ func (s *sorter) Seq()                 { s.run(seq) }
 func (s *sorter) Goroutines()          { s.run(gor) }
 func (s *sorter) Fairly(c *thread.Ctx) { s.run(fairly(c)) }
 
+// Fine and FineGoroutines sort with fineSampleSort, looping over every key.
+func (s *sorter) Fine(c *thread.Ctx) { s.run(fineFairly(c)) }
+func (s *sorter) FineGoroutines()    { s.run(fineGor) }
+
 func (s *sorter) run(p par) {
 	parFor(p, 0, len(s.keys), sortBlock, func(_ par, lo, hi int) { copy(s.keys[lo:hi], s.input[lo:hi]) })
+	if p.fine {
+		fineSampleSort(p, s.keys, s.buf, s.ids)
+		return
+	}
 	sampleSort(p, s.keys, s.buf, s.ids)
 }
 

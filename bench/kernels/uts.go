@@ -106,6 +106,11 @@ func (u *uts) Seq()                 { u.result = utsVisit(seq, u.root, 0, u.limi
 func (u *uts) Goroutines()          { u.result = utsVisit(gor, u.root, 0, u.limit) }
 func (u *uts) Fairly(c *thread.Ctx) { u.result = utsVisit(fairly(c), u.root, 0, u.limit) }
 
+// Fine forks with thread.Fork2 over the children of every node; the other
+// versions already fork once per child, with no grain to drop.
+func (u *uts) Fine(c *thread.Ctx) { u.result = utsVisit(fineFairly(c), u.root, 0, u.limit) }
+func (u *uts) FineGoroutines()    { u.result = utsVisit(fineGor, u.root, 0, u.limit) }
+
 func (u *uts) Check() error {
 	if u.want == nil {
 		want := utsExplore(u.root, u.limit)
