@@ -23,6 +23,9 @@
 //     library calls that never reach a preemption point.
 //   - http (optional, see OptionalExperiments): an HTTP endpoint beside a
 //     CPU-heavy batch on net/http, fairlyhttp and a cpuworker-style limiter.
+//   - collector (optional): table5's fine-grained fairly setting forking with
+//     thread.Spawn (two allocations a fork) and with thread.Fork2 (none),
+//     with the collector's cycles per second and longest pause.
 //
 // Response times are always measured by the driver (package driver) in a
 // process of its own, over loopback TCP or its standard input and output.
@@ -72,8 +75,10 @@ var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fi
 
 // OptionalExperiments run only when named: they are not part of the
 // default suite ("all"), which must stay short. http: an endpoint beside a
-// batch (http.go); sim: the scheduler simulated at P = 2 to 128 (sim.go).
-var OptionalExperiments = []string{"http", "sim"}
+// batch (http.go); sim: the scheduler simulated at P = 2 to 128 (sim.go);
+// collector: table5's fine-grained setting with Spawn and with Fork2, and
+// what the collector did meanwhile.
+var OptionalExperiments = []string{"http", "sim", "collector"}
 
 // Criterion is a three-priority fairness criterion in percent: the shares
 // of the high, medium and low priorities.

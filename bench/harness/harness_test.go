@@ -359,3 +359,31 @@ func TestDumpGoroutines(t *testing.T) {
 	assert.Contains(t, string(data), "2 of 3 requests unanswered: 2 requests unanswered after a grace of 2s")
 	assert.Contains(t, string(data), "TestDumpGoroutines", "the stacks of the goroutines")
 }
+
+// TestCollector runs the optional collector experiment: fine-grained fib
+// beside the echo with Spawn and with Fork2 at every P, each with what the
+// collector did, in a table of its own.
+func TestCollector(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Experiments = []string{"collector"}
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	for _, p := range cfg.Procs {
+		for _, g := range []string{grainFine, grainFork2} {
+			rec := res.find(Record{Kind: kindCollector, Grain: g, Procs: p, System: sysFairly})
+			require.NotNil(t, rec, "%s P=%d", g, p)
+			assert.NotEmpty(t, rec.Times, "%s P=%d", g, p)
+			require.NotNil(t, rec.Collector, "%s P=%d", g, p)
+			assert.GreaterOrEqual(t, rec.Collector.PerSecond, 0.0)
+			require.NotNil(t, rec.Echo)
+			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s P=%d", g, p)
+		}
+	}
+	tbs := tables(Markdown(res))
+	require.Len(t, tbs, 1)
+	assert.Equal(t, "collections/s", tbs[0][0][8])
+	assert.Len(t, tbs[0][2:], 2*len(cfg.Procs))
+	for _, r := range tbs[0][2:] {
+		assert.NotEqual(t, "—", r[8], "row %q", r)
+	}
+}

@@ -73,14 +73,15 @@ func (s Section) Markdown() string {
 func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
-		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable,
+		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable, "collector": collectorTable,
 	}
 	var out []Section
 	for _, name := range slices.Concat(Experiments, OptionalExperiments) {
 		if !slices.Contains(res.Experiments, name) {
 			continue
 		}
-		if name == "sim" { // several sections
+		switch name {
+		case "sim": // several sections
 			out = append(out, simSections(res)...)
 			continue
 		}
@@ -296,6 +297,42 @@ func table5(res *Results) Section {
 			"On fairly the echo runs at high priority and fib at low, criterion 50-50; plain goroutines have GOMAXPROCS = P and no priorities. "+
 			"The last column is the goroutines' p99 over fairly's at the same grain and P (higher means fairly responds faster).",
 			n, res.EchoFor, res.EchoRate, coarseCutoff),
+		Table: t.String(),
+	}
+}
+
+// collectorTable sets Table 5's fine grain written with thread.Spawn,
+// which allocates at every fork, beside the same fib written with
+// thread.Fork2, which does not: what the collector adds to the echo's tail.
+func collectorTable(res *Results) Section {
+	t := table{head: []string{"fork", "P", "fib time (ms)", "fib runs", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered", "collections/s", "longest pause (ms)"}}
+	n := 0
+	for _, p := range res.Procs {
+		for _, g := range []string{grainFine, grainFork2} {
+			rec := res.find(Record{Kind: kindCollector, Grain: g, Procs: p, System: sysFairly})
+			if rec == nil {
+				continue
+			}
+			n = rec.Size
+			fork := "thread.Spawn"
+			if g == grainFork2 {
+				fork = "thread.Fork2"
+			}
+			row := []string{fork, fmt.Sprint(p), millis(rec), fmt.Sprint(len(rec.Times))}
+			row = append(append(row, latencyCells(rec)...), answered(rec))
+			if c := rec.Collector; c != nil {
+				row = append(row, fmt.Sprintf("%.0f", c.PerSecond), fmt.Sprintf("%.2f", float64(c.LongestPause)/1e6))
+			} else {
+				row = append(row, "—", "—")
+			}
+			t.add(row...)
+		}
+	}
+	return Section{
+		Title: "Collector: the echo beside fine-grained fib with and without allocation",
+		Text: fmt.Sprintf("Table 5's fine-grained fairly setting (fib(%d) repeating at low priority, a network echo at high, criterion 50-50, %v of requests at %g/s), "+
+			"with a thread.Spawn at every call (two allocations a fork) and with thread.Fork2 at every call (none), "+
+			"and the collector's cycles per second and longest stop-the-world pause over each run.", n, res.EchoFor, res.EchoRate),
 		Table: t.String(),
 	}
 }

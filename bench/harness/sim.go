@@ -86,7 +86,7 @@ type SimRecord struct {
 // simulated with, and the same costs measured in this run.
 type SimCalibration struct {
 	Costs         *sim.Costs `json:"costs,omitempty"`
-	Grain         *sim.Grain `json:"grain,omitempty"`
+	Grain         *sim.Grain `json:"sim_grain,omitempty"` // not "grain": Record.Grain has that name
 	Measured      *sim.Costs `json:"measured_costs,omitempty"`
 	MeasuredGrain *sim.Grain `json:"measured_grain,omitempty"`
 }

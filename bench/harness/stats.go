@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"math"
+	goruntime "runtime"
 	"slices"
 	"time"
 )
@@ -96,4 +97,37 @@ func ms(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// Collector is what Go's collector did over a measurement.
+type Collector struct {
+	Cycles       uint32        `json:"cycles"`
+	PerSecond    float64       `json:"per_second"`
+	LongestPause time.Duration `json:"longest_pause_ns"` // of the last 256 cycles at most
+}
+
+// collectorSpan measures the collector between startCollector and stop.
+type collectorSpan struct {
+	start time.Time
+	gcs   uint32
+}
+
+func startCollector() collectorSpan {
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return collectorSpan{start: time.Now(), gcs: m.NumGC}
+}
+
+func (c collectorSpan) stop() *Collector {
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	d := time.Since(c.start)
+	out := &Collector{Cycles: m.NumGC - c.gcs}
+	if d > 0 {
+		out.PerSecond = float64(out.Cycles) / d.Seconds()
+	}
+	for i := range min(out.Cycles, uint32(len(m.PauseNs))) {
+		out.LongestPause = max(out.LongestPause, time.Duration(m.PauseNs[(m.NumGC-1-i)%uint32(len(m.PauseNs))]))
+	}
+	return out
 }

@@ -24,6 +24,7 @@ const (
 	kindLoaded     = "loaded"     // kernel at low, sink at medium, network echo at high
 	kindWTA        = "wta"        // kernel at low, network echo at high, criterion 100-0-0
 	kindFib        = "table5"     // fib with a network echo, fairly or goroutines
+	kindCollector  = "collector"  // table5's fine-grained fairly run, forking with Spawn or Fork2
 	kindShare      = "fig9"       // fib with a sink and a terminal echo, varying the echo's share
 )
 
@@ -34,6 +35,11 @@ const (
 	grainIdle   = "idle"
 	grainFine   = "fine"
 	grainCoarse = "coarse"
+	// grainFork2 is table5's fine grain written with thread.Fork2: a fork
+	// at every call that allocates nothing, beside the fine grain's Spawn,
+	// which allocates twice; the two rows tell the collector's part in the
+	// echo's tail. fairly only: the goroutines' fine row is the same code.
+	grainFork2 = "fine-fork2"
 	// coarseCutoff is table5's sequential cutoff at coarse grain.
 	coarseCutoff = 12
 )
@@ -63,6 +69,8 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
+	// Collector is what the collector did during a table5 run.
+	Collector *Collector `json:"collector,omitempty"`
 	// Throughput is the http experiment's batch: fib computed per second.
 	Throughput float64 `json:"throughput,omitempty"`
 	// SimRecord and SimCalibration hold what the sim experiment measured.
@@ -210,8 +218,15 @@ func (s *suite) plan() []step {
 	if cfg.needs("table5") {
 		for _, p := range cfg.Procs {
 			for _, g := range []string{grainIdle, grainFine, grainCoarse} {
-				add(func() (*Record, error) { return s.fibEcho(g, sysFairly, p) }, "fib+echo %s %s P=%d", g, sysFairly, p)
-				addBaseline(func() (*Record, error) { return s.fibEcho(g, sysGoroutines, p) }, "fib+echo %s %s P=%d", g, sysGoroutines, p)
+				add(func() (*Record, error) { return s.fibEcho(kindFib, g, sysFairly, p) }, "fib+echo %s %s P=%d", g, sysFairly, p)
+				addBaseline(func() (*Record, error) { return s.fibEcho(kindFib, g, sysGoroutines, p) }, "fib+echo %s %s P=%d", g, sysGoroutines, p)
+			}
+		}
+	}
+	if cfg.needs("collector") {
+		for _, p := range cfg.Procs {
+			for _, g := range []string{grainFine, grainFork2} {
+				add(func() (*Record, error) { return s.fibEcho(kindCollector, g, sysFairly, p) }, "collector: fib+echo %s P=%d", g, p)
 			}
 		}
 	}
@@ -377,12 +392,12 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 // fibEcho is a setting of table5: a network echo replaying a fixed trace
 // while fib at grain g repeats (nothing runs at idle grain), on fairly
 // with criterion 50-50 or on plain goroutines.
-func (s *suite) fibEcho(g, sys string, procs int) (*Record, error) {
+func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	n := s.cfg.fibSize()
-	rec := &Record{Kind: kindFib, Kernel: "fib", Size: n, Procs: procs, System: sys, Grain: g}
+	rec := &Record{Kind: kind, Kernel: "fib", Size: n, Procs: procs, System: sys, Grain: g}
 	var inst kernels.Instance
 	switch g {
-	case grainFine:
+	case grainFine, grainFork2:
 		inst = kernels.NewFib(n, 1)
 	case grainCoarse:
 		inst = kernels.NewFib(n, coarseCutoff)
@@ -390,7 +405,9 @@ func (s *suite) fibEcho(g, sys string, procs int) (*Record, error) {
 	compute := func(echo *netEcho, run func() (time.Duration, error)) error {
 		var err error
 		if inst != nil {
+			gc := startCollector()
 			rec.Times, err = until(echo.drv.done, run)
+			rec.Collector = gc.stop()
 		}
 		if err == nil {
 			<-echo.drv.done // the trace has a fixed length: let it end
@@ -418,7 +435,11 @@ func (s *suite) fibEcho(g, sys string, procs int) (*Record, error) {
 	if err != nil {
 		return nil, closeAll(err, rt.Close())
 	}
-	err = compute(echo, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	run := func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) }
+	if g == grainFork2 {
+		run = func() (time.Duration, error) { return fineRun(rt, p.lo, inst.(kernels.FineInstance)) }
+	}
+	err = compute(echo, run)
 	return rec, closeAll(err, rt.Close())
 }
 
