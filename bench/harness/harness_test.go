@@ -369,7 +369,7 @@ func TestCollector(t *testing.T) {
 	res, err := Run(cfg)
 	require.NoError(t, err)
 	for _, p := range cfg.Procs {
-		for _, g := range []string{grainFine, grainFork2} {
+		for _, g := range []string{grainSpawn, grainFork2} {
 			rec := res.find(Record{Kind: kindCollector, Grain: g, Procs: p, System: sysFairly})
 			require.NotNil(t, rec, "%s P=%d", g, p)
 			assert.NotEmpty(t, rec.Times, "%s P=%d", g, p)

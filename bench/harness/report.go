@@ -293,7 +293,7 @@ func table5(res *Results) Section {
 	return Section{
 		Title: "Table 5: Fibonacci and network echo, fairly against plain goroutines",
 		Text: fmt.Sprintf("fib(%d) repeats while the driver replays %v of requests at %g/s against a network echo (a thread or goroutine per connection). "+
-			"Fine grain forks at every call, coarse grain is sequential at n ≤ %d; idle runs the echo alone. "+
+			"Fine grain forks at every call (fairly: thread.Fork2; goroutines: go and a WaitGroup), coarse grain is sequential at n ≤ %d; idle runs the echo alone. "+
 			"On fairly the echo runs at high priority and fib at low, criterion 50-50; plain goroutines have GOMAXPROCS = P and no priorities. "+
 			"The last column is the goroutines' p99 over fairly's at the same grain and P (higher means fairly responds faster).",
 			n, res.EchoFor, res.EchoRate, coarseCutoff),
@@ -308,7 +308,7 @@ func collectorTable(res *Results) Section {
 	t := table{head: []string{"fork", "P", "fib time (ms)", "fib runs", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered", "collections/s", "longest pause (ms)"}}
 	n := 0
 	for _, p := range res.Procs {
-		for _, g := range []string{grainFine, grainFork2} {
+		for _, g := range []string{grainSpawn, grainFork2} {
 			rec := res.find(Record{Kind: kindCollector, Grain: g, Procs: p, System: sysFairly})
 			if rec == nil {
 				continue
@@ -321,7 +321,7 @@ func collectorTable(res *Results) Section {
 			row := []string{fork, fmt.Sprint(p), millis(rec), fmt.Sprint(len(rec.Times))}
 			row = append(append(row, latencyCells(rec)...), answered(rec))
 			if c := rec.Collector; c != nil {
-				row = append(row, fmt.Sprintf("%.0f", c.PerSecond), fmt.Sprintf("%.2f", float64(c.LongestPause)/1e6))
+				row = append(row, fmt.Sprintf("%.1f", c.PerSecond), fmt.Sprintf("%.2f", float64(c.LongestPause)/1e6))
 			} else {
 				row = append(row, "—", "—")
 			}
@@ -330,7 +330,7 @@ func collectorTable(res *Results) Section {
 	}
 	return Section{
 		Title: "Collector: the echo beside fine-grained fib with and without allocation",
-		Text: fmt.Sprintf("Table 5's fine-grained fairly setting (fib(%d) repeating at low priority, a network echo at high, criterion 50-50, %v of requests at %g/s), "+
+		Text: fmt.Sprintf("Table 5's fine-grained fairly setting (fib(%d) forking at every call, repeating at low priority, a network echo at high, criterion 50-50, %v of requests at %g/s), "+
 			"with a thread.Spawn at every call (two allocations a fork) and with thread.Fork2 at every call (none), "+
 			"and the collector's cycles per second and longest stop-the-world pause over each run.", n, res.EchoFor, res.EchoRate),
 		Table: t.String(),

@@ -35,10 +35,11 @@ const (
 	grainIdle   = "idle"
 	grainFine   = "fine"
 	grainCoarse = "coarse"
-	// grainFork2 is table5's fine grain written with thread.Fork2: a fork
-	// at every call that allocates nothing, beside the fine grain's Spawn,
-	// which allocates twice; the two rows tell the collector's part in the
-	// echo's tail. fairly only: the goroutines' fine row is the same code.
+	// grainSpawn and grainFork2 are the two fairly versions of table5's fine
+	// grain that the collector experiment sets side by side: a thread.Spawn
+	// at every call (two allocations a fork) and a thread.Fork2 at every
+	// call (none; table5's fine grain on fairly).
+	grainSpawn = "fine-spawn"
 	grainFork2 = "fine-fork2"
 	// coarseCutoff is table5's sequential cutoff at coarse grain.
 	coarseCutoff = 12
@@ -225,7 +226,7 @@ func (s *suite) plan() []step {
 	}
 	if cfg.needs("collector") {
 		for _, p := range cfg.Procs {
-			for _, g := range []string{grainFine, grainFork2} {
+			for _, g := range []string{grainSpawn, grainFork2} {
 				add(func() (*Record, error) { return s.fibEcho(kindCollector, g, sysFairly, p) }, "collector: fib+echo %s P=%d", g, p)
 			}
 		}
@@ -397,7 +398,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	rec := &Record{Kind: kind, Kernel: "fib", Size: n, Procs: procs, System: sys, Grain: g}
 	var inst kernels.Instance
 	switch g {
-	case grainFine, grainFork2:
+	case grainFine, grainSpawn, grainFork2:
 		inst = kernels.NewFib(n, 1)
 	case grainCoarse:
 		inst = kernels.NewFib(n, coarseCutoff)
@@ -436,7 +437,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 		return nil, closeAll(err, rt.Close())
 	}
 	run := func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) }
-	if g == grainFork2 {
+	if g == grainFine || g == grainFork2 { // fairly's fine grain forks with Fork2
 		run = func() (time.Duration, error) { return fineRun(rt, p.lo, inst.(kernels.FineInstance)) }
 	}
 	err = compute(echo, run)
