@@ -14,10 +14,10 @@
 //     the high priority: speedup and response times.
 //   - table4: the runs of table1 normalised: speedup times expected stretch,
 //     with the echo's response times.
-//   - table5: Fibonacci at fine grain (a fork at every call: thread.Fork2 on
-//     fairly, a goroutine on plain Go) and coarse grain (sequential at
-//     n ≤ 12) with a network echo at high priority and criterion 50-50,
-//     against plain goroutines, and an idle baseline.
+//   - table5: Fibonacci at fine grain (a fork at every call) and coarse
+//     grain (sequential at n ≤ 12), forking with thread.Fork2 on fairly and
+//     a goroutine on plain Go, with a network echo at high priority and
+//     criterion 50-50, against plain goroutines, and an idle baseline.
 //   - fig8: actual over expected stretch per kernel (the runs of table1).
 //   - fig9: terminal echo response time against the interactive share.
 //   - stall: network echo response time beside low-priority threads in

@@ -293,7 +293,7 @@ func table5(res *Results) Section {
 	return Section{
 		Title: "Table 5: Fibonacci and network echo, fairly against plain goroutines",
 		Text: fmt.Sprintf("fib(%d) repeats while the driver replays %v of requests at %g/s against a network echo (a thread or goroutine per connection). "+
-			"Fine grain forks at every call (fairly: thread.Fork2; goroutines: go and a WaitGroup), coarse grain is sequential at n ≤ %d; idle runs the echo alone. "+
+			"Fine grain forks at every call, coarse grain is sequential at n ≤ %d (fairly forks with thread.Fork2, goroutines with go and a WaitGroup); idle runs the echo alone. "+
 			"On fairly the echo runs at high priority and fib at low, criterion 50-50; plain goroutines have GOMAXPROCS = P and no priorities. "+
 			"The last column is the goroutines' p99 over fairly's at the same grain and P (higher means fairly responds faster).",
 			n, res.EchoFor, res.EchoRate, coarseCutoff),

@@ -69,8 +69,13 @@ func goroutinesRun(inst kernels.Instance) (time.Duration, error) {
 }
 
 func fairlyRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance) (time.Duration, error) {
+	return versionRun(rt, p, inst, inst.Fairly)
+}
+
+// versionRun times version, a fairly version of inst, as a thread at p.
+func versionRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance, version func(*thread.Ctx)) (time.Duration, error) {
 	return timed(inst, func() error {
-		_, err := thread.Run(rt, p, func(c *thread.Ctx) struct{} { inst.Fairly(c); return struct{}{} })
+		_, err := thread.Run(rt, p, func(c *thread.Ctx) struct{} { version(c); return struct{}{} })
 		return err
 	})
 }

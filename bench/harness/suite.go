@@ -396,7 +396,7 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	n := s.cfg.fibSize()
 	rec := &Record{Kind: kind, Kernel: "fib", Size: n, Procs: procs, System: sys, Grain: g}
-	var inst kernels.Instance
+	var inst *kernels.Fib
 	switch g {
 	case grainFine, grainSpawn, grainFork2:
 		inst = kernels.NewFib(n, 1)
@@ -436,11 +436,11 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	if err != nil {
 		return nil, closeAll(err, rt.Close())
 	}
-	run := func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) }
-	if g == grainFine || g == grainFork2 { // fairly's fine grain forks with Fork2
-		run = func() (time.Duration, error) { return fineRun(rt, p.lo, inst.(kernels.FineInstance)) }
+	version := inst.Forked // fairly forks with Fork2 but where the collector experiment compares
+	if g == grainSpawn {
+		version = inst.Fairly
 	}
-	err = compute(echo, run)
+	err = compute(echo, func() (time.Duration, error) { return versionRun(rt, p.lo, inst, version) })
 	return rec, closeAll(err, rt.Close())
 }
 

@@ -68,6 +68,22 @@ func FibFork(c *thread.Ctx, n int) int {
 	return a + b
 }
 
+// FibForkCutoff is FibCutoff written with thread.Fork2: a lazy fork at every
+// call with n > cutoff, which allocates nothing unless another worker
+// takes it; calls with n ≤ cutoff run FibSeq.
+func FibForkCutoff(c *thread.Ctx, n, cutoff int) int { return fibFork(c, fibArg{n, cutoff}) }
+
+// fibArg is the argument of fibFork: Fork2 passes one value.
+type fibArg struct{ n, cutoff int }
+
+func fibFork(c *thread.Ctx, a fibArg) int {
+	if a.n <= a.cutoff || a.n < 2 {
+		return FibSeq(a.n)
+	}
+	x, y := thread.Fork2(c, fibFork, fibArg{a.n - 1, a.cutoff}, fibArg{a.n - 2, a.cutoff})
+	return x + y
+}
+
 // FibSpawns is the number of forks FibSpawnAll and FibGoAll make for
 // fib(n): one per call with n ≥ 2, which is fib(n+1) − 1.
 func FibSpawns(n int) int {
@@ -107,6 +123,10 @@ func (f *Fib) Goroutines() { f.result = FibCutoffGo(f.N, f.Cutoff) }
 
 // Fairly computes fib(N) with FibCutoff.
 func (f *Fib) Fairly(c *thread.Ctx) { f.result = FibCutoff(c, f.N, f.Cutoff) }
+
+// Forked computes fib(N) with FibForkCutoff: Fairly's grain, forking with
+// thread.Fork2 instead of thread.Spawn.
+func (f *Fib) Forked(c *thread.Ctx) { f.result = FibForkCutoff(c, f.N, f.Cutoff) }
 
 // Fine computes fib(N) with FibFork, whatever the Cutoff: without a
 // cutoff, fib-cutoff is fib.
