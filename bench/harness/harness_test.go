@@ -99,8 +99,15 @@ func TestSuite(t *testing.T) {
 	require.NotEmpty(t, steps)
 	assert.Empty(t, steps[len(steps)-1], "the last call announces the end")
 
-	// Every response-time record saw its echoes answered.
+	// Every response-time record saw its echoes answered; loaded runs say
+	// how the processor time was shared.
 	for _, rec := range res.Records {
+		if rec.Kind == kindLoaded || rec.Kind == kindWTA {
+			require.NotNil(t, rec.CPUShares, "%s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
+			sh := rec.CPUShares
+			assert.InDelta(t, 1, sh.High+sh.Medium+sh.Low, 1e-9, "%s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
+			assert.Positive(t, sh.Low, "the kernel ran: %s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
+		}
 		if rec.Echo != nil {
 			assert.Positive(t, rec.Echo.Sent, "%s %s", rec.Kind, rec.Grain)
 			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s %s %s P=%d: %s", rec.Kind, rec.Kernel, rec.Grain, rec.System, rec.Procs, rec.Echo.Stopped)

@@ -39,6 +39,22 @@ func newPrios() prios {
 	return p
 }
 
+// shares picks the processor shares of p's priorities out of st.
+func (p prios) shares(st runtime.Stats) *CPUShares {
+	out := &CPUShares{}
+	for _, ps := range st.Priorities {
+		switch ps.Priority {
+		case p.hi:
+			out.High = ps.CPUShare
+		case p.mid:
+			out.Medium = ps.CPUShare
+		case p.lo:
+			out.Low = ps.CPUShare
+		}
+	}
+	return out
+}
+
 // runtime starts a runtime of procs workers with criterion c over p. A zero
 // share leaves a priority only what the others do not use.
 func (p prios) runtime(procs int, c Criterion) (*runtime.Runtime, error) {

@@ -70,6 +70,10 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
+	// CPUShares are the fractions of the processor time the runtime spent
+	// at each priority over a run of table1 or table3 (runtime.Stats): the
+	// share the criterion gave the kernel, beside the stretch it caused.
+	CPUShares *CPUShares `json:"cpu_shares,omitempty"`
 	// Collector is what the collector did during a table5 run.
 	Collector *Collector `json:"collector,omitempty"`
 	// Throughput is the http experiment's batch: fib computed per second.
@@ -386,8 +390,16 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 		return nil, closeAll(err, snk.close(), rt.Close())
 	}
 	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.CPUShares = p.shares(rt.Stats())
 	rec.Echo, err = closeEcho(err, echo)
 	return rec, closeAll(err, snk.close(), rt.Close())
+}
+
+// CPUShares are the shares of processor time of the three priorities.
+type CPUShares struct {
+	High   float64 `json:"high"`
+	Medium float64 `json:"medium"`
+	Low    float64 `json:"low"`
 }
 
 // fibEcho is a setting of table5: a network echo replaying a fixed trace
