@@ -1,6 +1,7 @@
 package thread_test
 
 import (
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"slices"
@@ -351,4 +352,78 @@ func BenchmarkRunIdle(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// BenchmarkShareBesideBorrower: fib(36) forking above n = 20 at low
+// priority beside a time sink at medium that is always ready, criterion
+// 50-25-25 with nothing at high, P = 2; reports the fraction of processor
+// time low got (its share is 0.25) with prompt borrowing on, the default,
+// and off. The sink borrows up to the prompt budget, 5 % of each low
+// round; low's share falls below 0.25 by about that much, and by more if
+// a borrower runs past its budget.
+func BenchmarkShareBesideBorrower(b *testing.B) {
+	for _, borrow := range []bool{true, false} {
+		b.Run(fmt.Sprintf("borrow=%v", borrow), func(b *testing.B) {
+			o := fairness.NewOrder()
+			hi, mid, lo := o.New("hi"), o.New("mid"), o.New("lo")
+			if err := errors.Join(o.Less(lo, mid), o.Less(mid, hi)); err != nil {
+				b.Fatal(err)
+			}
+			c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, mid: 25, lo: 25})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, NoPromptBorrowing: !borrow})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			var stop, started atomic.Bool
+			spin := func(c *thread.Ctx) int {
+				started.Store(true)
+				for !stop.Load() {
+					seqFib(18)
+					thread.Yield(c)
+				}
+				return 0
+			}
+			sink := thread.Go(rt, mid, func(c *thread.Ctx) error {
+				hs := []*thread.Handle[int]{thread.Spawn(c, mid, spin), thread.Spawn(c, mid, spin), thread.Spawn(c, mid, spin)}
+				spin(c)
+				for _, h := range hs {
+					if _, err := thread.Join(c, h); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for !started.Load() {
+				time.Sleep(time.Millisecond)
+			}
+			for b.Loop() {
+				if _, err := thread.Run(rt, lo, func(c *thread.Ctx) int { return fibForkCutoff(c, 36) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st := rt.Stats()
+			stop.Store(true)
+			if _, err := sink.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			for _, ps := range st.Priorities {
+				if ps.Priority == lo {
+					b.ReportMetric(ps.CPUShare, "low-share")
+				}
+			}
+		})
+	}
+}
+
+// fibForkCutoff is fib forking with Fork2 above n = 20.
+func fibForkCutoff(c *thread.Ctx, n int) int {
+	if n <= 20 {
+		return seqFib(n)
+	}
+	a, b := thread.Fork2(c, fibForkCutoff, n-1, n-2)
+	return a + b
 }

@@ -187,6 +187,9 @@ func (w *worker) choose(cur int, now int64) int {
 			w.ask(false)
 		}
 	}
+	if policy.Lends(r, p, donating) {
+		w.attn.Store(1) // the next point checks the budget (policy.Lends)
+	}
 	return r
 }
 

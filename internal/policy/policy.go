@@ -65,6 +65,16 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 	return primary, false
 }
 
+// Lends reports whether a worker that chose rank, with donating as Choose
+// gave it, lends its round to a rank above the primary one, whose threads
+// wait. Then every preemption point must pass through the scheduler until
+// the budget runs out: points are otherwise counted off a few dozen at a
+// time, and a busy borrower (a priority whose threads are always ready) ran
+// on for that many, a millisecond or more past a 250 µs budget, which took
+// a lower primary priority's rounds from it three times over
+// (docs/results.md, "Table 1: where the stretch beyond 1/F comes from").
+func Lends(rank, primary int, donating bool) bool { return rank > primary && !donating }
+
 // MayBorrow reports whether a rank's prompt budget for the round has time
 // left: borrowed is the time that rank already ran this round above the
 // primary rank, and running says the worker runs it now, since since (both

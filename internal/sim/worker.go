@@ -205,6 +205,9 @@ func (w *vworker) choose(cur int) int {
 			w.ask(false)
 		}
 	}
+	if policy.Lends(r, w.primary, donating) {
+		w.attn = true
+	}
 	return r
 }
 
