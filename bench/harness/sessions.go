@@ -88,17 +88,14 @@ func fairlyRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance) 
 	return versionRun(rt, p, inst, inst.Fairly)
 }
 
-// versionRun times version, a fairly version of inst, as a thread at p.
-func versionRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance, version func(*thread.Ctx)) (time.Duration, error) {
-	return timed(inst, func() error {
-		_, err := thread.Run(rt, p, func(c *thread.Ctx) struct{} { version(c); return struct{}{} })
-		return err
-	})
-}
-
 // fineRun times the fine-grained fairly version of inst.
 func fineRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.FineInstance) (time.Duration, error) {
-	return timed(inst, func() error { return kernels.RunFine(rt, p, inst) })
+	return versionRun(rt, p, inst, inst.Fine)
+}
+
+// versionRun times version, a fairly version of inst, as a thread at p.
+func versionRun(rt *runtime.Runtime, p fairness.Priority, inst kernels.Instance, version func(*thread.Ctx)) (time.Duration, error) {
+	return timed(inst, func() error { return kernels.RunVersion(rt, p, version) })
 }
 
 // repeat runs a measurement n times.

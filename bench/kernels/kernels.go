@@ -170,16 +170,17 @@ func Lookup(name string) (Kernel, error) {
 // and waits for it. The error is thread.Run's: the runtime is closed, or a
 // thread of the kernel panicked.
 func RunFairly(rt *runtime.Runtime, p fairness.Priority, inst Instance) error {
-	return runIn(rt, p, inst.Fairly)
+	return RunVersion(rt, p, inst.Fairly)
 }
 
 // RunFine is RunFairly for the fine-grained fairly version.
 func RunFine(rt *runtime.Runtime, p fairness.Priority, inst FineInstance) error {
-	return runIn(rt, p, inst.Fine)
+	return RunVersion(rt, p, inst.Fine)
 }
 
-// runIn runs version as a thread of rt at priority p and waits for it.
-func runIn(rt *runtime.Runtime, p fairness.Priority, version func(c *thread.Ctx)) error {
+// RunVersion runs version, one of an instance's fairly versions, as a
+// thread of rt at priority p and waits for it, with RunFairly's errors.
+func RunVersion(rt *runtime.Runtime, p fairness.Priority, version func(c *thread.Ctx)) error {
 	_, err := thread.Run(rt, p, func(c *thread.Ctx) struct{} {
 		version(c)
 		return struct{}{}

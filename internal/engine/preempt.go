@@ -84,12 +84,8 @@ func (t *Task) Spawn(child *Task) {
 	g := t.g
 	if child.rank == t.rank {
 		g.lazy.push(child)
-		switch {
-		case g.due():
-			g.pass(t) // enter reattaches a revoked goroutine
-		case g.mode.Load()&modeRevoked != 0: // after the push: see lazy.go
-			g.enter(t)
-			g.leave()
+		if due := g.due(); due || g.mode.Load()&modeRevoked != 0 { // after the push: see lazy.go
+			g.forked(t, due)
 		}
 		return
 	}
@@ -205,13 +201,24 @@ func (t *Task) Fork(child *Task) {
 	child.depth = t.depth + 1
 	g := t.g
 	g.priv.push(child)
-	switch {
-	case g.due():
-		g.pass(t)
-	case g.mode.Load()&modeRevoked != 0: // come back to the scheduler, as Spawn does
-		g.enter(t)
-		g.leave()
+	if due := g.due(); due || g.mode.Load()&modeRevoked != 0 {
+		g.forked(t, due)
 	}
+}
+
+// forked is the slow path of the preemption point of a fork that t just
+// pushed on a lazy stack: it passes through the scheduler when the point is
+// due, else brings back a goroutine whose token was revoked (for the shared
+// stack, checking that after the push is half of the revocation protocol:
+// see lazy.go). The callers test both conditions inline, so that a fork
+// pays no call when neither holds.
+func (g *gor) forked(t *Task, due bool) {
+	if due {
+		g.pass(t) // enter reattaches a revoked goroutine
+		return
+	}
+	g.enter(t)
+	g.leave()
 }
 
 // TakeFork takes child, a fork of t made by Fork, so that t's code runs it
