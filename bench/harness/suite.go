@@ -448,8 +448,8 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	if err != nil {
 		return nil, closeAll(err, rt.Close())
 	}
-	version := inst.Forked // fairly forks with Fork2 but where the collector experiment compares
-	if g == grainSpawn {
+	version := inst.Forked // Fork2, fairly's fork for such code
+	if g == grainSpawn {   // the collector experiment's Spawn setting
 		version = inst.Fairly
 	}
 	err = compute(echo, func() (time.Duration, error) { return versionRun(rt, p.lo, inst, version) })
