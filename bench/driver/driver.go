@@ -82,6 +82,14 @@ type Result struct {
 	// RTT holds the response time of every answered request, in the order
 	// of sending.
 	RTT []time.Duration `json:"rtt_ns"`
+	// SentAt holds, for every request the trace schedules, the wall-clock
+	// time it was sent (Unix ns; 0 if it was not), and ReceivedAt the time
+	// its echo came back (0 if it did not). A server in another process
+	// that timestamps the same requests by their sequence number (SeqOf)
+	// can split each response time into its parts: the clock is the
+	// machine's.
+	SentAt     []int64 `json:"sent_unix_ns,omitempty"`
+	ReceivedAt []int64 `json:"received_unix_ns,omitempty"`
 	// Stopped says why the replay ended before its last echo, if it did.
 	Stopped string `json:"stopped,omitempty"`
 }
@@ -166,9 +174,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Stopped = join(res.Stopped, rp.failure.Error())
 	}
 	rp.mu.Unlock()
+	base := rp.start.UnixNano()
+	res.SentAt = make([]int64, len(events))
+	res.ReceivedAt = make([]int64, len(events))
 	for i := range res.Sent {
+		sent := base + rp.sentAt[i].Load() - 1
+		res.SentAt[i] = sent
 		if d := rp.rtt[i].Load(); d != 0 {
 			res.RTT = append(res.RTT, time.Duration(d))
+			res.ReceivedAt[i] = sent + d
 		}
 	}
 	res.Received = len(res.RTT)
@@ -249,6 +263,16 @@ func newLineReader(r io.Reader) *bufio.Reader {
 	return bufio.NewReaderSize(r, seqDigits+trace.MaxPayload+1)
 }
 
+// SeqOf is the sequence number at the head of a request line (or its echo):
+// the index of the request in the trace, and in Result.SentAt.
+func SeqOf(line []byte) (int, bool) {
+	if len(line) < seqDigits {
+		return 0, false
+	}
+	seq, err := strconv.Atoi(string(line[:seqDigits]))
+	return seq, err == nil && seq >= 0
+}
+
 // request formats request seq of size bytes, line end included.
 func request(buf []byte, seq, size int) []byte {
 	buf = fmt.Appendf(buf, "%0*d", seqDigits, seq)
@@ -273,9 +297,9 @@ func (rp *replay) read(l link) {
 			return
 		}
 		now := int64(time.Since(rp.start))
-		seq, perr := strconv.Atoi(string(line[:min(seqDigits, len(line))]))
+		seq, ok := SeqOf(line)
 		switch {
-		case perr != nil || seq < 0 || seq >= len(rp.sentAt) || rp.sentAt[seq].Load() == 0:
+		case !ok || seq >= len(rp.sentAt) || rp.sentAt[seq].Load() == 0:
 			rp.fail(fmt.Errorf("driver: echo of no request: %.40q", line))
 			return
 		case len(line) != rp.sizes[seq]:

@@ -76,6 +76,12 @@ func TestRunTCP(t *testing.T) {
 		assert.Positive(t, d)
 		assert.Less(t, d, 10*time.Second, "sanity bound only")
 	}
+	require.Len(t, res.SentAt, 27)
+	require.Len(t, res.ReceivedAt, 27)
+	for i := range 27 {
+		assert.Positive(t, res.SentAt[i], "request %d", i)
+		assert.Greater(t, res.ReceivedAt[i], res.SentAt[i], "request %d", i)
+	}
 }
 
 func TestRunStream(t *testing.T) {
@@ -100,6 +106,7 @@ func TestRunLost(t *testing.T) {
 	assert.Equal(t, 4, res.Sent)
 	assert.Zero(t, res.Received)
 	assert.Contains(t, res.Stopped, "4 requests unanswered")
+	assert.Equal(t, []int64{0, 0, 0, 0}, res.ReceivedAt)
 }
 
 func TestRunHangUp(t *testing.T) {
@@ -151,6 +158,13 @@ func TestRunErrors(t *testing.T) {
 func TestRequest(t *testing.T) {
 	assert.Equal(t, "00000007\n", string(request(nil, 7, 1)))
 	assert.Equal(t, "00000012xx\n", string(request(nil, 12, 10)))
+	seq, ok := SeqOf(request(nil, 12, 10))
+	assert.True(t, ok)
+	assert.Equal(t, 12, seq)
+	for _, bad := range []string{"", "0000001", "0000001x\n", "-0000001\n"} {
+		_, ok := SeqOf([]byte(bad))
+		assert.False(t, ok, "%q", bad)
+	}
 }
 
 func TestMainCommand(t *testing.T) {

@@ -220,20 +220,35 @@ func table2(res *Results) Section {
 }
 
 func table3(res *Results) Section {
-	t := table{head: []string{"kernel", "P", "fairly (ms)", "T_seq/T", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}}
+	t := table{head: append([]string{"kernel", "P", "fairly (ms)", "T_seq/T", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}, partsHead...)}
+	var floor []string
+	for _, p := range res.Procs {
+		if l := latency(res.find(Record{Kind: kindWTAIdle, Kernel: "idle", Procs: p})); l.N > 0 {
+			floor = append(floor, fmt.Sprintf("P=%d p50 %s ms, p99 %s ms, max %s ms", p, ms(l.P50), ms(l.P99), ms(l.Max)))
+		}
+	}
 	for _, k := range res.Kernels {
 		seq := res.find(Record{Kind: kindSeq, Kernel: k})
 		for _, p := range res.Procs {
 			rec := res.find(Record{Kind: kindWTA, Kernel: k, Procs: p})
-			t.add(append([]string{k, fmt.Sprint(p), millis(rec), over(seq, rec, false).format(2, "×")}, append(latencyCells(rec), answered(rec))...)...)
+			t.add(slices.Concat([]string{k, fmt.Sprint(p), millis(rec), over(seq, rec, false).format(2, "×")}, latencyCells(rec), []string{answered(rec)}, partsCells(rec))...)
 		}
 	}
 	return Section{
 		Title: "Table 3: winner-take-all",
-		Text: "A network echo at high priority and the kernel at low priority, with every share given to the high priority: " +
-			"the kernel runs only on the cycles the echo leaves. Response times are pooled over the repetitions.",
+		Text: fmt.Sprintf("A network echo at high priority and the kernel at low priority, with every share given to the high priority: "+
+			"the kernel runs only on the cycles the echo leaves. Response times are pooled over the repetitions. "+
+			"The floor, the echo alone on the runtime for %v in the same run: %s. ", res.EchoFor, orNone(floor)) + partsText,
 		Table: t.String(),
 	}
+}
+
+// orNone joins parts, or says that there are none.
+func orNone(parts []string) string {
+	if len(parts) == 0 {
+		return "not measured"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func table4(res *Results) Section {
@@ -270,7 +285,7 @@ func table4(res *Results) Section {
 }
 
 func table5(res *Results) Section {
-	t := table{head: []string{"grain", "P", "system", "fib time (ms)", "fib runs", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered", "p99 / fairly p99"}}
+	t := table{head: append([]string{"grain", "P", "system", "fib time (ms)", "fib runs", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered", "p99 / fairly p99"}, partsHead...)}
 	n := 0
 	for _, g := range []string{grainIdle, grainFine, grainCoarse} {
 		for _, p := range res.Procs {
@@ -286,7 +301,7 @@ func table5(res *Results) Section {
 					ratio = factor(float64(l.P99) / float64(lf.P99))
 				}
 				row := []string{g, fmt.Sprint(p), sys, millis(rec), fmt.Sprint(len(rec.Times))}
-				t.add(append(append(row, latencyCells(rec)...), answered(rec), ratio)...)
+				t.add(slices.Concat(row, latencyCells(rec), []string{answered(rec), ratio}, partsCells(rec))...)
 			}
 		}
 	}
@@ -295,8 +310,8 @@ func table5(res *Results) Section {
 		Text: fmt.Sprintf("fib(%d) repeats while the driver replays %v of requests at %g/s against a network echo (a thread or goroutine per connection). "+
 			"Fine grain forks at every call, coarse grain is sequential at n ≤ %d (fairly forks with thread.Fork2, goroutines with go and a WaitGroup); idle runs the echo alone. "+
 			"On fairly the echo runs at high priority and fib at low, criterion 50-50; plain goroutines have GOMAXPROCS = P and no priorities. "+
-			"The last column is the goroutines' p99 over fairly's at the same grain and P (higher means fairly responds faster).",
-			n, res.EchoFor, res.EchoRate, coarseCutoff),
+			"The column p99 / fairly p99 is the goroutines' p99 over fairly's at the same grain and P (higher means fairly responds faster). ",
+			n, res.EchoFor, res.EchoRate, coarseCutoff) + partsText,
 		Table: t.String(),
 	}
 }

@@ -116,9 +116,7 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 		<-echo.drv.done
 		stop.Store(true)
 		herr := waitHogs()
-		var err error
-		rec.Echo, err = closeEcho(nil, echo)
-		return closeAll(herr, err)
+		return closeAll(herr, closeEcho(nil, echo, rec))
 	}
 	if sys == sysGoroutines {
 		_, err := withProcs(procs, func() (struct{}, error) {
@@ -185,7 +183,7 @@ func otherHog(stop *atomic.Bool, load stallLoad, in any) {
 }
 
 func stallTable(res *Results) Section {
-	t := table{head: []string{"library call", "P", "system", "call (ms)", "calls", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}}
+	t := table{head: append([]string{"library call", "P", "system", "call (ms)", "calls", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}, partsHead...)}
 	for _, p := range res.Procs {
 		for _, l := range stallLoads {
 			for _, sys := range []string{sysFairly, sysGoroutines} {
@@ -198,7 +196,7 @@ func stallTable(res *Results) Section {
 					call = millis(rec)
 				}
 				row := []string{l.name, fmt.Sprint(p), sys, call, fmt.Sprint(len(rec.Times))}
-				t.add(append(append(row, latencyCells(rec)...), answered(rec))...)
+				t.add(slices.Concat(row, latencyCells(rec), []string{answered(rec)}, partsCells(rec))...)
 			}
 		}
 	}
@@ -210,8 +208,8 @@ func stallTable(res *Results) Section {
 		Title: "Stall: echo beside library code that never calls fairly",
 		Text: fmt.Sprintf("P low-priority threads (goroutines) each repeat a library call with no preemption point inside while the driver replays %v of requests at %g/s "+
 			"against a network echo at high priority, criterion 50-0-50; idle runs the echo alone. Input: %d MiB. Loads: %s. "+
-			"The call time and count are one hog's.",
-			res.EchoFor, res.EchoRate, res.StallMiB, joinLoads(loads)),
+			"The call time and count are one hog's. ",
+			res.EchoFor, res.EchoRate, res.StallMiB, joinLoads(loads)) + partsText,
 		Table: t.String(),
 		Chart: "stall.png",
 		draw:  func(path string) error { return drawStall(res, path) },

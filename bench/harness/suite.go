@@ -23,6 +23,7 @@ const (
 	kindAlone      = "alone"      // kernel at low priority, criterion 0-0-100, nothing else running
 	kindLoaded     = "loaded"     // kernel at low, sink at medium, network echo at high
 	kindWTA        = "wta"        // kernel at low, network echo at high, criterion 100-0-0
+	kindWTAIdle    = "wta-idle"   // table3's echo alone on the runtime: its floor
 	kindFib        = "table5"     // fib with a network echo, fairly or goroutines
 	kindCollector  = "collector"  // table5's fine-grained fairly run, forking with Spawn or Fork2
 	kindShare      = "fig9"       // fib with a sink and a terminal echo, varying the echo's share
@@ -70,6 +71,8 @@ type Record struct {
 	Times []time.Duration `json:"times_ns,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
+	// EchoParts splits the echo's response times by where they were spent.
+	EchoParts *EchoParts `json:"echo_parts,omitempty"`
 	// CPUShares are the fractions of the processor time the runtime spent
 	// at each priority over a run of table1 or table3 (runtime.Stats): the
 	// share the criterion gave the kernel, beside the stretch it caused.
@@ -218,6 +221,11 @@ func (s *suite) plan() []step {
 					return s.busy(kindWTA, k, p, Criterion{100, 0, 0}, false)
 				}, "%s winner-take-all P=%d", k.Name, p)
 			}
+		}
+	}
+	if cfg.needs("table3") {
+		for _, p := range cfg.Procs {
+			add(func() (*Record, error) { return s.wtaIdle(p) }, "winner-take-all echo alone P=%d", p)
 		}
 	}
 	if cfg.needs("table5") {
@@ -391,8 +399,26 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 	}
 	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
 	rec.CPUShares = p.shares(rt.Stats())
-	rec.Echo, err = closeEcho(err, echo)
+	err = closeEcho(err, echo, rec)
 	return rec, closeAll(err, snk.close(), rt.Close())
+}
+
+// wtaIdle is table3's floor: its network echo alone on a runtime of procs
+// workers, replaying the fixed trace, so that each run shows what this
+// machine gives an echo with nothing else running.
+func (s *suite) wtaIdle(procs int) (*Record, error) {
+	rec := &Record{Kind: kindWTAIdle, Kernel: "idle", Procs: procs, Criterion: Criterion{100, 0, 0}.String()}
+	p := newPrios()
+	rt, err := p.runtime(procs, Criterion{100, 0, 0})
+	if err != nil {
+		return nil, err
+	}
+	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
+	if err != nil {
+		return nil, closeAll(err, rt.Close())
+	}
+	<-echo.drv.done
+	return rec, closeAll(closeEcho(nil, echo, rec), rt.Close())
 }
 
 // CPUShares are the shares of processor time of the three priorities.
@@ -425,8 +451,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 		if err == nil {
 			<-echo.drv.done // the trace has a fixed length: let it end
 		}
-		rec.Echo, err = closeEcho(err, echo)
-		return err
+		return closeEcho(err, echo, rec)
 	}
 	if sys == sysGoroutines {
 		_, err := withProcs(procs, func() (struct{}, error) {
@@ -482,10 +507,13 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.close(), rt.Close())
 }
 
-// closeEcho finishes echo and joins its error to err.
-func closeEcho(err error, echo *netEcho) (*driver.Result, error) {
+// closeEcho finishes echo, records what the driver measured and where the
+// time went in rec, and joins its error to err.
+func closeEcho(err error, echo *netEcho, rec *Record) error {
 	res, ferr := echo.finish()
-	return res, closeAll(err, ferr)
+	rec.Echo = res
+	rec.EchoParts = partsOf(res, echo.srv.Timings())
+	return closeAll(err, ferr)
 }
 
 // closeAll keeps the first error: the one that explains the others.

@@ -18,7 +18,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/fairlyprompt/fairly/thread"
 )
@@ -26,12 +28,12 @@ import (
 // TermEcho copies r to w line by line inside thread c. It returns nil when
 // r ends or either side is closed, and any other error of r or w.
 func TermEcho(c *thread.Ctx, r io.Reader, w io.Writer) error {
-	return echo(r, w, awaiter(c))
+	return echo(r, w, awaiter(c), nil)
 }
 
 // TermEchoGoroutine is TermEcho for an ordinary goroutine.
 func TermEchoGoroutine(r io.Reader, w io.Writer) error {
-	return echo(r, w, direct)
+	return echo(r, w, direct, nil)
 }
 
 // awaiter makes blocking calls of thread c without holding its worker.
@@ -41,16 +43,30 @@ func awaiter(c *thread.Ctx) func(func()) {
 	}
 }
 
-// echo is the loop both versions share; wait makes the blocking read.
-func echo(r io.Reader, w io.Writer, wait func(read func())) error {
+// echo is the loop both versions share; wait makes the blocking read. If
+// log is not nil, each line's timings go to it.
+func echo(r io.Reader, w io.Writer, wait func(read func()), log *timings) error {
 	br := bufio.NewReader(r)
 	for {
 		var line []byte
 		var err error
-		wait(func() { line, err = br.ReadBytes('\n') })
+		var read int64
+		wait(func() {
+			line, err = br.ReadBytes('\n')
+			if log != nil {
+				read = time.Now().UnixNano()
+			}
+		})
 		if len(line) > 0 {
+			var resumed int64
+			if log != nil {
+				resumed = time.Now().UnixNano()
+			}
 			if _, werr := w.Write(line); werr != nil {
 				return quiet(werr)
+			}
+			if log != nil {
+				log.add(Timing{Head: string(line[:min(len(line), timingHead)]), Read: read, Resumed: resumed, Written: time.Now().UnixNano()})
 			}
 		}
 		if err != nil {
@@ -68,4 +84,35 @@ func quiet(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Timing is what the network echo saw of one line, in wall-clock Unix ns,
+// so that a client in another process can line it up with its own clock.
+type Timing struct {
+	// Head is the start of the line (at most 16 bytes), by which a client
+	// tells its requests apart.
+	Head string
+	// Read is when the blocking read returned the line: in the fairly
+	// version, inside Await, before the echo's thread is running again.
+	Read int64
+	// Resumed is when the echo's code went on with the line: for fairly,
+	// when its thread ran again after the Await; for goroutines, Read.
+	Resumed int64
+	// Written is when the write of the echo returned.
+	Written int64
+}
+
+// timingHead is how much of a line a Timing keeps.
+const timingHead = 16
+
+// timings collects the Timings of a server's connections.
+type timings struct {
+	mu   sync.Mutex
+	list []Timing
+}
+
+func (t *timings) add(x Timing) {
+	t.mu.Lock()
+	t.list = append(t.list, x)
+	t.mu.Unlock()
 }

@@ -112,6 +112,14 @@ func exercise(t *testing.T, s *Server, clients, lines int) {
 	}
 	wg.Wait()
 	assert.EqualValues(t, clients, s.Accepted())
+	// Every line was timed, in the order its parts happened.
+	log := s.Timings()
+	assert.Len(t, log, clients*lines)
+	for _, x := range log {
+		assert.True(t, strings.HasPrefix(x.Head, "client "), x.Head)
+		assert.LessOrEqual(t, len(x.Head), timingHead)
+		assert.True(t, 0 < x.Read && x.Read <= x.Resumed && x.Resumed <= x.Written, "%+v", x)
+	}
 }
 
 func TestServeNet(t *testing.T) {

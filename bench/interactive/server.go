@@ -2,6 +2,7 @@ package interactive
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -22,6 +23,8 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
+
+	log timings
 }
 
 func newServer(ln net.Listener) *Server {
@@ -45,7 +48,7 @@ func ServeNet(rt *runtime.Runtime, p fairness.Priority, ln net.Listener) *Server
 			}
 			handlers = append(handlers, thread.Spawn(c, c.Priority(), func(c *thread.Ctx) error {
 				defer s.drop(conn)
-				return echo(conn, conn, awaiter(c))
+				return echo(conn, conn, awaiter(c), &s.log)
 			}))
 		}
 		for _, h := range handlers {
@@ -70,7 +73,7 @@ func ServeNetGoroutines(ln net.Listener) *Server {
 			}
 			wg.Go(func() {
 				defer s.drop(conn)
-				_ = echo(conn, conn, direct) // a connection's error ends only that connection
+				_ = echo(conn, conn, direct, &s.log) // a connection's error ends only that connection
 			})
 		}
 	})
@@ -105,6 +108,14 @@ func (s *Server) drop(conn net.Conn) {
 
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Timings returns what the server saw of every line echoed so far, in the
+// order the writes returned.
+func (s *Server) Timings() []Timing {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return slices.Clone(s.log.list)
+}
 
 // Accepted counts the connections accepted so far.
 func (s *Server) Accepted() int64 { return s.accepted.Load() }
