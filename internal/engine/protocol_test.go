@@ -331,6 +331,27 @@ func TestSendToKeepsNextThread(t *testing.T) {
 	assert.Equal(t, 2, e.Depth, "the youngest stays")
 }
 
+// The index of open mailboxes follows the mailboxes: set as the owner opens
+// one, cleared as a sender claims it or the owner closes it.
+func TestOpenIndex(t *testing.T) {
+	rt, lo, _ := levels(t, 2, 50, 50)
+	// Detached from the live workers, with ids whose bits no live worker uses.
+	w, v := newWorker(rt, 10, 1), newWorker(rt, 11, 2)
+	r, _ := rt.Rank(lo)
+	bit := func() bool { return rt.open[r][0].Load()&(1<<11) != 0 }
+	v.open(r)
+	assert.True(t, bit(), "opened")
+	w.banks[r].Insert(item{t: &Task{}}, 1)
+	w.banks[r].Insert(item{t: &Task{}}, 2)
+	require.True(t, w.sendTo(v, r, rankLoop))
+	assert.False(t, bit(), "claimed by a sender")
+	assert.True(t, v.receive(), "the deal came in")
+	v.open(r)
+	assert.True(t, bit(), "opened again")
+	v.refuse(r)
+	assert.False(t, bit(), "closed by its owner")
+}
+
 // InThread tells a thread's code from an Await-ed call and from ordinary
 // goroutines.
 func TestInThread(t *testing.T) {

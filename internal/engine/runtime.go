@@ -63,6 +63,7 @@ type Runtime struct {
 	seed                                  uint64
 
 	workers []*worker
+	open    openIndex // which workers' mailboxes are open, by rank (worker.go)
 	epoch   time.Time
 
 	closeMu  sync.Mutex
@@ -123,6 +124,7 @@ func New(cfg Config) *Runtime {
 	}
 	rt.crit.Store(cfg.Criterion)
 	rt.workers = make([]*worker, cfg.Procs)
+	rt.open = newOpenIndex(len(rt.ranks), cfg.Procs)
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt, i, cfg.Seed+uint64(i)*0x9e3779b97f4a7c15)
 	}

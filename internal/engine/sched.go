@@ -32,6 +32,7 @@ func (g *gor) loop() {
 			w.idle(g)
 			if g.w != nil {
 				g.w.closeUnwanted() // busy again: only the primary rank is wanted
+				g.w.woke = true
 			}
 			continue
 		}
@@ -85,6 +86,17 @@ func (g *gor) poll() {
 // service does the periodic duties: steps 1–3 of the loop. Deals come before
 // taking in what arrived, so that a thread that just arrived by deal or
 // steering is considered by this worker's choose before it can be dealt on.
+// While the worker spreads (policy.SpreadAfter) it deals at every pass,
+// ahead of the deal interval, and raises its own attention word again at
+// the end, so that its next preemption point is due too and the heartbeat
+// promotes its next lazy fork there. Invariant (spreading): a worker
+// spreads only for a deal interval after a deal it sent filled an open
+// mailbox, a deal it received, a wake-up with threads in its inbox, or an
+// idle worker's request it could not serve, and stops at the first deal
+// whose surplus no worker's open mailbox takes; otherwise, as before, a
+// random deal at most once a deal interval and points due only when
+// another party raised the attention word or checkEvery points went by.
+// The fork path is unchanged: it still reads only the attention word.
 func (w *worker) service(now int64) {
 	w.attn.Store(0)
 	w.asked = false
@@ -93,11 +105,18 @@ func (w *worker) service(now int64) {
 	if now >= w.nextRound {
 		w.newRound(now)
 	}
-	if now >= w.nextDeal || w.requests.Pending() {
-		w.deal(now)
+	var d dealt
+	if policy.DealDue(now, w.nextDeal, w.requests.Pending(), policy.Spreading(w.spreadTo, now)) {
+		d = w.deal(now)
 	}
+	got := w.woke && w.inbox.n.Load() != 0
+	w.woke = false
 	w.drainInbox()
-	w.receive()
+	got = w.receive() || got
+	w.spreadTo = policy.SpreadAfter(w.spreadTo, now, int64(w.rt.dealEvery), d.dealt, d.noTaker, got, d.refused)
+	if policy.Spreading(w.spreadTo, now) {
+		w.attn.Store(1)
+	}
 	if now >= w.nextYield {
 		w.nextYield = now + int64(osYieldEvery)
 		osYield()
@@ -232,6 +251,7 @@ func (w *worker) insert(it item) {
 // refuse closes mailbox r, keeping whatever was delivered into it.
 func (w *worker) refuse(r int) {
 	w.mopen[r] = false
+	w.rt.open.clear(r, w.id)
 	w.bankEntries(r, w.mail[r].Close())
 }
 
@@ -248,10 +268,12 @@ func (w *worker) closeUnwanted() {
 	}
 }
 
-// open opens mailbox r for deals, unless it is already open.
+// open opens mailbox r for deals, unless it is already open, and marks it
+// so in the index of open mailboxes.
 func (w *worker) open(r int) {
 	if !w.mopen[r] && w.mail[r].Open() {
 		w.mopen[r] = true
+		w.rt.open.set(r, w.id)
 	}
 }
 
@@ -268,18 +290,23 @@ func (w *worker) bankEntries(r int, es []bank.Entry[item]) {
 	}
 }
 
-// receive moves threads dealt to w from its full mailboxes into its banks.
-func (w *worker) receive() {
+// receive moves threads dealt to w from its full mailboxes into its banks;
+// it reports whether any came.
+func (w *worker) receive() bool {
 	if w.mailFlag.Load() == 0 {
-		return
+		return false
 	}
 	w.mailFlag.Store(0)
+	got := false
 	for r := range w.mail {
 		if es, ok := w.mail[r].Receive(); ok {
 			w.mopen[r] = false
+			w.rt.open.clear(r, w.id)
 			w.bankEntries(r, es)
+			got = true
 		}
 	}
+	return got
 }
 
 func (w *worker) drainInbox() {
@@ -292,30 +319,53 @@ func (w *worker) drainInbox() {
 	}
 }
 
+// dealt is what a deal did, for policy.SpreadAfter.
+type dealt struct{ dealt, noTaker, refused bool }
+
 // deal is the paper's dealAttempt, with requests: serve a worker that asked
-// for work first, else offer spare threads to a random worker whose mailbox
-// is open: of its primary priority if we have some, else of the priority we
-// run (the paper's choice). Only surplus is dealt: never the thread this
-// worker is about to run (see sendTo).
-func (w *worker) deal(now int64) {
+// for work first, else offer spare threads to a worker whose mailbox is
+// open (the index of open mailboxes names one, else a few random draws
+// look for one): of its primary priority if we have some, else of the
+// priority we run (the paper's choice). Only surplus is dealt: never the
+// thread this worker is about to run (see sendTo).
+func (w *worker) deal(now int64) (d dealt) {
 	w.nextDeal = now + int64(w.rt.dealEvery)
 	ws := w.rt.workers
 	next := w.choose(w.cur, now)
 	var ranks [8]int
 	if id, req, ok := w.requests.Take(); ok && id != w.id {
 		r, anything := policy.RequestedRank(req)
-		w.offer(ws[id], policy.RequestOrder(ranks[:0], r, anything, w.cur, w.top), next)
-		return
+		d.dealt = w.offer(ws[id], policy.RequestOrder(ranks[:0], r, anything, w.cur, w.top), next)
+		d.refused = !d.dealt && anything
+		return d
 	}
 	if len(ws) < 2 {
-		return
+		return d
 	}
 	// Offer the target its own primary priority first: that is the work it
-	// is supposed to run this round and may be missing. Among a few draws,
-	// one whose mailbox for that rank or ours is open is preferred.
-	v := ws[policy.DealVictim(w.id, len(ws), w.rand, func(v int) bool { return ws[v].wants(w.cur) })]
-	w.offer(v, policy.OfferOrder(ranks[:0], int(v.primPub.Load()), w.cur), next)
+	// is supposed to run this round and may be missing. A worker whose
+	// mailbox is open for a rank this worker has surplus of, its primary or
+	// the one it runs, is preferred: from the index, else among a few
+	// draws. The index names no such worker: nobody takes this surplus.
+	sp := w.surplus(w.primary, next)
+	sc := w.cur >= 0 && w.cur != w.primary && w.surplus(w.cur, next)
+	i := -1
+	if sp || sc {
+		i = policy.OpenVictim(w.id, len(ws), w.rand(), func(i int) uint64 { return w.rt.open.words(i, w.primary, sp, w.cur, sc) })
+	}
+	noTaker := i < 0 && (sp || sc)
+	if i < 0 {
+		i = policy.DealVictim(w.id, len(ws), w.rand, func(v int) bool { return ws[v].wants(w.cur) })
+	}
+	v := ws[i]
+	d.dealt = w.offer(v, policy.OfferOrder(ranks[:0], int(v.primPub.Load()), w.cur), next)
+	d.noTaker = !d.dealt && noTaker
+	return d
 }
+
+// surplus reports whether bank r holds a thread to deal, given that the
+// worker runs rank next next (policy.Keep); it prunes stale entries.
+func (w *worker) surplus(r, next int) bool { return w.live(r) > policy.Keep(r, next, w.cur) }
 
 // wants reports whether a deal of w's primary rank or of rank cur would find
 // w's mailbox open: w sleeps, or donates its processor for want of work.
@@ -323,13 +373,15 @@ func (w *worker) wants(cur int) bool {
 	return w.mail[w.primPub.Load()].State() == mailbox.Open || cur >= 0 && cur < len(w.mail) && w.mail[cur].State() == mailbox.Open
 }
 
-// offer deals to v from the first of ranks whose bank has surplus.
-func (w *worker) offer(v *worker, ranks []int, next int) {
+// offer deals to v from the first of ranks whose bank has surplus; it
+// reports whether it dealt.
+func (w *worker) offer(v *worker, ranks []int, next int) bool {
 	for _, r := range ranks {
 		if w.sendTo(v, r, next) {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // sendTo deals the oldest quarter (by fork potential) of bank r to v, if v's
@@ -353,6 +405,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 	if m.State() != mailbox.Open || !m.TryClaim() {
 		return false
 	}
+	w.rt.open.clear(r, v.id)
 	w.rt.moves.Add(1)
 	m.Send(b.Split(nil))
 	v.mailFlag.Store(1)

@@ -64,6 +64,8 @@ type worker struct {
 	nextDeal  int64
 	nextYield int64
 	asked     bool    // a request was posted since the last pass through the scheduler
+	woke      bool    // came out of idle with the token since the last pass through the scheduler
+	spreadTo  int64   // the worker spreads until then (policy.SpreadAfter; see service)
 	cur       int     // rank being run, as in running
 	since     int64   // when cur started being accounted
 	borrowed  []int64 // by rank: time run this round above the primary rank
@@ -95,6 +97,48 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	}
 	w.running.Store(rankLoop)
 	w.newRound(0)
+	return w
+}
+
+// openIndex says which workers' mailboxes are open, by rank: bit v%64 of
+// word v/64 of rank r is set while worker v's mailbox r is open, so that a
+// deal finds a worker that wants work in n/64 loads (policy.OpenVictim)
+// instead of drawing workers at random.
+//
+// Invariants: only the owner sets its bit, as it opens the mailbox
+// (worker.open); the owner clears it as it closes the mailbox (refuse,
+// receive), and a sender clears it once its TryClaim won (sendTo). The
+// index is a hint: a set bit may name a mailbox just claimed or closed, and
+// a clear bit an open one (a sender's clear after the owner closed and
+// opened again); the mailbox's state decides every deal, and a deal that
+// finds no bit falls back to random draws (policy.DealVictim). Nothing on
+// the fork path reads or writes it.
+type openIndex [][]atomic.Uint64
+
+func newOpenIndex(ranks, workers int) openIndex {
+	x := make(openIndex, ranks)
+	for r := range x {
+		x[r] = make([]atomic.Uint64, (workers+63)/64)
+	}
+	return x
+}
+
+// set marks worker v's mailbox r open.
+func (x openIndex) set(r, v int) { x[r][v/64].Or(1 << uint(v%64)) }
+
+// clear marks worker v's mailbox r closed or claimed.
+func (x openIndex) clear(r, v int) { x[r][v/64].And(^(uint64(1) << uint(v%64))) }
+
+// words is word i of the index of rank primary if p, or rank cur if c: the
+// workers that a deal of either would reach.
+func (x openIndex) words(i, primary int, p bool, cur int, c bool) uint64 {
+	var w uint64
+	if p {
+		w = x[primary][i].Load()
+	}
+	if c {
+		w |= x[cur][i].Load()
+	}
 	return w
 }
 

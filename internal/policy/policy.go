@@ -8,7 +8,11 @@
 // stands for "no rank" (the scheduling loop between threads, or idle).
 package policy
 
-import "github.com/fairlyprompt/fairly/fairness"
+import (
+	"math/bits"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
 
 // NoRank is not a rank: nothing runs, or no rank has work.
 const NoRank = -1
@@ -131,6 +135,42 @@ func DealVictim(self, n int, draw func() uint64, wants func(v int) bool) int {
 	return drawVictim(self, n, draw, wants)
 }
 
+// OpenVictim is the victim of a random deal when the runtime's index of
+// open mailboxes names one: a worker other than self among n whose bit is
+// set in the index's words (bit v%64 of word(v/64) for worker v; the
+// caller ORs the index of each rank it may offer), the first at or after a
+// random position, going round; -1 when none is set. A worker opens a
+// mailbox when it sleeps (every rank) or donates for want of its primary
+// rank, so the index names exactly the workers a deal can reach; it reads
+// n/64 words, where DealVictim's draws find one of k such workers among n
+// with probability about 4k/n, and after a barrier left the last few
+// sleepers to chance while threads waited in the banks of workers computing
+// long leaves (simulator finding 7, docs/simulation.md). The index is a
+// hint, set by the owner as it opens a mailbox and cleared as it closes it
+// or a sender claims it: the mailbox's own state decides the deal.
+func OpenVictim(self, n int, random uint64, word func(i int) uint64) int {
+	words := (n + 63) / 64
+	start := int(random % uint64(n))
+	first, off := start/64, uint(start%64)
+	for k := 0; k <= words; k++ {
+		i := (first + k) % words
+		x := word(i)
+		if i == self/64 {
+			x &^= 1 << uint(self%64)
+		}
+		switch k {
+		case 0:
+			x &= ^uint64(0) << off
+		case words:
+			x &= 1<<off - 1
+		}
+		if x != 0 {
+			return i*64 + bits.TrailingZeros64(x)
+		}
+	}
+	return -1
+}
+
 // drawVictim draws up to AskTries victims, returning the first that want
 // accepts, or the last drawn.
 func drawVictim(self, n int, draw func() uint64, want func(v int) bool) int {
@@ -139,6 +179,57 @@ func drawVictim(self, n int, draw func() uint64, want func(v int) bool) int {
 		v = Victim(draw(), self, n)
 	}
 	return v
+}
+
+// DealDue reports whether a pass through the scheduler deals: the deal
+// interval is over (now at or after nextDeal), a request waits (requested),
+// or the worker spreads (SpreadAfter).
+func DealDue(now, nextDeal int64, requested, spreading bool) bool {
+	return now >= nextDeal || requested || spreading
+}
+
+// Spreading reports whether a worker whose spreading ends at until (see
+// SpreadAfter) spreads at now: it deals at every pass through the
+// scheduler, ahead of its deal interval, and makes its next preemption
+// point due.
+func Spreading(until, now int64) bool { return now < until }
+
+// SpreadAfter gives when a worker's spreading ends, after a pass through
+// the scheduler at now that (while it spread until until) dealt: a deal of
+// its filled another worker's open mailbox; found no taker: it had surplus
+// to deal and no worker wanted it (OpenVictim found none, nor DealVictim's
+// draws); received threads: a deal, or its inbox as it woke from sleep; or
+// refused an idle worker's request for want of surplus. window is the deal
+// interval.
+//
+// After a barrier every worker but one sleeps with its one request spent,
+// and the forks of the busy one are lazy: they reach a bank only at a due
+// preemption point, one per point, and a deal at most once a deal
+// interval. Work then spread by a fork level per preemption point of the
+// leaves, half a millisecond in sort's phases (simulator finding 7,
+// docs/simulation.md). A spreading worker makes every preemption point due:
+// the heartbeat promotes its oldest fork, the next fork it pushes at the
+// latest, and the pass deals it at once; its receiver spreads in turn, so
+// the work reaches the sleepers in a tree, a fork level per deal and
+// wake-up (microseconds). A worker that woke with work, or could not serve
+// an idle worker's request, spreads too, so that the first fork it pushes
+// (the next phase's, after a barrier) goes to a sleeper at once.
+//
+// Spreading ends at the first deal that finds no taker, or a window after
+// the last event that started it. Each start follows a deal that filled an
+// open mailbox, a wake-up with work or an idle worker's request, so it
+// costs a few passes through the scheduler per mailbox opened or request
+// posted: code that forks stops at its first due point once no worker
+// wants work, code that does not fork passes through the scheduler at
+// every point for one window at most.
+func SpreadAfter(until, now, window int64, dealt, noTaker, received, refused bool) int64 {
+	switch {
+	case dealt || received || refused:
+		return now + window
+	case noTaker:
+		return now
+	}
+	return until
 }
 
 // anyRank marks a request that work of any rank answers.

@@ -169,3 +169,44 @@ func TestWatchdogBelow(t *testing.T) {
 	assert.False(t, RefuseRevoke(true, 1, 0, 0, WatchdogBelow(2, 0)), "let through above every detached goroutine")
 	assert.True(t, RefuseRevoke(true, 1, 0, 0, WatchdogBelow(0, 0)), "a second detached goroutine at the same level")
 }
+
+// A random deal's victim from the index of open mailboxes: the first set
+// bit at or after the random position, going round, never self; -1 for
+// none.
+func TestOpenVictim(t *testing.T) {
+	index := func(ws ...uint64) func(int) uint64 { return func(i int) uint64 { return ws[i] } }
+	assert.Equal(t, -1, OpenVictim(0, 128, 5, index(0, 0)), "no open mailbox")
+	assert.Equal(t, -1, OpenVictim(3, 8, 5, index(1<<3)), "only self's")
+	assert.Equal(t, 6, OpenVictim(0, 8, 5, index(1<<2|1<<6)), "the first at or after 5")
+	assert.Equal(t, 2, OpenVictim(0, 8, 7, index(1<<2|1<<6)), "going round")
+	assert.Equal(t, 2, OpenVictim(6, 8, 6, index(1<<2|1<<6)), "not self")
+	assert.Equal(t, 70, OpenVictim(0, 128, 5, index(0, 1<<6)), "in the next word")
+	assert.Equal(t, 3, OpenVictim(0, 128, 100, index(1<<3, 1<<6)), "round past the last word, before the start")
+	assert.Equal(t, 64+40, OpenVictim(0, 128, 100, index(1<<3, 1<<6|1<<40)), "the start's own word, wrapping to its low bits")
+	assert.Equal(t, 64, OpenVictim(5, 65, 64, index(0, 1)), "a partial last word")
+	// Every open mailbox is found, as often as the gap before it is long.
+	hits := map[int]int{}
+	for r := range uint64(128) {
+		hits[OpenVictim(0, 128, r, index(1<<9|1<<50, 1<<1))]++
+	}
+	assert.Equal(t, map[int]int{9: 10 + 62, 50: 41, 65: 15}, hits, "the first at or after each position")
+}
+
+// Spreading: a deal that landed, a deal received or an idle worker's
+// request refused open a window of a deal interval; a deal with surplus
+// and no taker closes it; anything else leaves it.
+func TestSpreadAfter(t *testing.T) {
+	const now, window = 1000, 100
+	assert.Equal(t, int64(1100), SpreadAfter(0, now, window, true, false, false, false), "dealt")
+	assert.Equal(t, int64(1100), SpreadAfter(0, now, window, false, false, true, false), "received")
+	assert.Equal(t, int64(1100), SpreadAfter(0, now, window, false, false, false, true), "refused an idle worker")
+	assert.Equal(t, int64(now), SpreadAfter(1050, now, window, false, true, false, false), "no taker")
+	assert.Equal(t, int64(1050), SpreadAfter(1050, now, window, false, false, false, false), "nothing to deal yet: the window stays")
+	assert.False(t, Spreading(SpreadAfter(1050, now, window, false, true, false, false), now))
+	assert.True(t, Spreading(1050, now))
+	assert.False(t, Spreading(now, now))
+	assert.True(t, DealDue(now, 2000, false, true), "spreading deals ahead of the interval")
+	assert.True(t, DealDue(now, 2000, true, false), "a request waits")
+	assert.True(t, DealDue(now, now, false, false), "the interval is over")
+	assert.False(t, DealDue(now, 2000, false, false))
+}

@@ -126,6 +126,7 @@ type sim struct {
 	clock   clock
 	log     log
 	workers []*vworker
+	open    [][]uint64 // by rank: bit v%64 of open[r][v/64] says worker v's mailbox r is open (the runtime's index of open mailboxes)
 	steers  int
 	nextID  int64
 	arrive  *rand.Rand
@@ -180,6 +181,10 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	s.log.keep = cfg.Record
 	s.workers = make([]*vworker, cfg.Procs)
+	s.open = make([][]uint64, s.ranks)
+	for r := range s.open {
+		s.open[r] = make([]uint64, (cfg.Procs+63)/64)
+	}
 	for i := range s.workers {
 		s.workers[i] = newWorker(s, i)
 	}

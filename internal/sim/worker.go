@@ -24,6 +24,7 @@ type item struct {
 
 type stats struct {
 	rounds, deals, requests, donations, preemptions, promotions, rescues int
+	served, dropped                                                      int // requests answered by a deal, and taken without one
 }
 
 type vworker struct {
@@ -51,6 +52,8 @@ type vworker struct {
 	nextDeal    int64
 	lastService int64
 	asked       bool
+	spreadTo    int64 // spreads until then (policy.SpreadAfter)
+	woke        bool  // woken from sleep since the last pass through the scheduler
 	count       int
 	cur         int
 	since       int64
@@ -161,15 +164,22 @@ func (w *vworker) service() {
 		w.t += w.s.c.Round
 		w.newRound(w.t)
 	}
-	if w.t >= w.nextDeal || w.requests.Pending() {
-		w.deal()
+	var d dealt
+	if policy.DealDue(w.t, w.nextDeal, w.requests.Pending(), policy.Spreading(w.spreadTo, w.t)) {
+		d = w.deal()
 	}
+	got := w.woke && len(w.inbox) > 0
+	w.woke = false
 	for _, it := range w.inbox {
 		w.insert(it)
 	}
 	clear(w.inbox)
 	w.inbox = w.inbox[:0]
-	w.receive()
+	got = w.receive() || got
+	w.spreadTo = policy.SpreadAfter(w.spreadTo, w.t, w.s.p.DealInterval, d.dealt, d.noTaker, got, d.refused)
+	if policy.Spreading(w.spreadTo, w.t) {
+		w.attn = true
+	}
 }
 
 // newRound is worker.newRound with aligned rounds.
@@ -254,6 +264,7 @@ func (w *vworker) insert(it item) {
 
 func (w *vworker) refuse(r int) {
 	w.mopen[r] = false
+	w.s.unindex(w.id, r)
 	w.bankEntries(r, w.mail[r].Close())
 }
 
@@ -268,6 +279,7 @@ func (w *vworker) closeUnwanted() {
 func (w *vworker) open(r int) {
 	if !w.mopen[r] && w.mail[r].Open() {
 		w.mopen[r] = true
+		w.s.open[r][w.id/64] |= 1 << uint(w.id%64) // worker.index
 	}
 }
 
@@ -282,36 +294,72 @@ func (w *vworker) bankEntries(r int, es []bank.Entry[item]) {
 	w.top = max(w.top, r)
 }
 
-func (w *vworker) receive() {
+// receive is worker.receive; it reports whether a deal came in.
+func (w *vworker) receive() bool {
 	if !w.mailFlag {
-		return
+		return false
 	}
 	w.mailFlag = false
+	got := false
 	for r := range w.mail {
 		if es, ok := w.mail[r].Receive(); ok {
 			w.mopen[r] = false
+			w.s.unindex(w.id, r)
 			w.bankEntries(r, es)
+			got = true
 		}
 	}
+	return got
 }
 
+// dealt is what a deal did, for policy.SpreadAfter.
+type dealt struct{ dealt, noTaker, refused bool }
+
 // deal is worker.deal: serve a request first, else offer to a random worker.
-func (w *vworker) deal() {
+func (w *vworker) deal() (d dealt) {
 	w.nextDeal = w.t + w.s.p.DealInterval
 	ws := w.s.workers
 	next := w.choose(w.cur)
 	if id, req, ok := w.requests.Take(); ok && id != w.id {
 		r, anything := policy.RequestedRank(req)
 		w.offerBuf = policy.RequestOrder(w.offerBuf[:0], r, anything, w.cur, w.top)
-		w.offer(ws[id], w.offerBuf, next)
-		return
+		d.dealt = w.offer(ws[id], w.offerBuf, next)
+		d.refused = !d.dealt && anything
+		if d.dealt {
+			w.stats.served++
+		} else {
+			w.stats.dropped++
+		}
+		return d
 	}
 	if len(ws) < 2 {
-		return
+		return d
 	}
-	v := ws[policy.DealVictim(w.id, len(ws), w.rng.Uint64, func(v int) bool { return ws[v].wants(w.cur) })]
+	// Look up the index for the ranks this worker has surplus of.
+	sp, sc := w.surplus(w.primary, next), w.cur >= 0 && w.cur != w.primary && w.surplus(w.cur, next)
+	i := -1
+	if sp || sc {
+		i = policy.OpenVictim(w.id, len(ws), w.rng.Uint64(), func(i int) uint64 { return w.s.indexed(i, w.primary, sp, w.cur, sc) })
+	}
+	noTaker := i < 0 && (sp || sc)
+	if i < 0 {
+		i = policy.DealVictim(w.id, len(ws), w.rng.Uint64, func(v int) bool { return ws[v].wants(w.cur) })
+	}
+	v := ws[i]
 	w.offerBuf = policy.OfferOrder(w.offerBuf[:0], v.primary, w.cur)
-	w.offer(v, w.offerBuf, next)
+	d.dealt = w.offer(v, w.offerBuf, next)
+	d.noTaker = !d.dealt && noTaker
+	return d
+}
+
+// surplus is worker.surplus: bank r holds a thread to deal, stale entries
+// pruned.
+func (w *vworker) surplus(r, next int) bool {
+	b := &w.banks[r]
+	if b.Len() > 0 {
+		b.Prune(isLive)
+	}
+	return b.Len() > policy.Keep(r, next, w.cur)
 }
 
 // wants is worker.wants: a deal of its primary rank or of rank cur would
@@ -320,13 +368,15 @@ func (w *vworker) wants(cur int) bool {
 	return w.mail[w.primary].State() == mailbox.Open || cur >= 0 && cur < len(w.mail) && w.mail[cur].State() == mailbox.Open
 }
 
-// offer is worker.offer: deal the first rank of ranks that sendTo can.
-func (w *vworker) offer(v *vworker, ranks []int, next int) {
+// offer is worker.offer: deal the first rank of ranks that sendTo can; it
+// reports whether one could.
+func (w *vworker) offer(v *vworker, ranks []int, next int) bool {
 	for _, r := range ranks {
 		if w.sendTo(v, r, next) {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // sendTo is worker.sendTo: deal the oldest quarter of bank r to v's open
@@ -346,6 +396,7 @@ func (w *vworker) sendTo(v *vworker, r, next int) bool {
 	if m.State() != mailbox.Open || !m.TryClaim() {
 		return false
 	}
+	w.s.unindex(v.id, r)
 	w.t += w.s.c.Deal
 	m.Send(b.Split(nil))
 	v.mailFlag = true
@@ -378,6 +429,7 @@ func (w *vworker) wake(at int64) {
 		return
 	}
 	w.asleep = false
+	w.woke = true
 	w.gen++
 	w.t = max(at, w.sleptAt) + w.s.c.SpinWake
 	if at-w.sleptAt >= w.s.p.IdleSpin {
@@ -477,3 +529,20 @@ func (s *sim) reattach(g *vgor, now int64) {
 	t := g.frames[len(g.frames)-1].t
 	s.steer(item{t: t, g: g}, now)
 }
+
+// indexed is word i of the index of open mailboxes of rank primary if p,
+// or rank cur if c (openIndex.words).
+func (s *sim) indexed(i, primary int, p bool, cur int, c bool) uint64 {
+	var x uint64
+	if p {
+		x = s.open[primary][i]
+	}
+	if c {
+		x |= s.open[cur][i]
+	}
+	return x
+}
+
+// unindex clears worker v's bit in the index of open mailboxes of rank r
+// (the mailbox closed, or a sender claimed it).
+func (s *sim) unindex(v, r int) { s.open[r][v/64] &^= 1 << uint(v%64) }
