@@ -112,10 +112,11 @@ func exercise(t *testing.T, s *Server, clients, lines int) {
 	}
 	wg.Wait()
 	assert.EqualValues(t, clients, s.Accepted())
-	// Every line was timed, in the order its parts happened.
-	log := s.Timings()
-	assert.Len(t, log, clients*lines)
-	for _, x := range log {
+	// Every line was timed, in the order its parts happened. A line's
+	// timing is logged after its echo is written, so the client may have
+	// read the last echo first.
+	require.Eventually(t, func() bool { return len(s.Timings()) == clients*lines }, timeout, pollEvery)
+	for _, x := range s.Timings() {
 		assert.True(t, strings.HasPrefix(x.Head, "client "), x.Head)
 		assert.LessOrEqual(t, len(x.Head), timingHead)
 		assert.True(t, 0 < x.Read && x.Read <= x.Resumed && x.Resumed <= x.Written, "%+v", x)

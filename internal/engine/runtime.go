@@ -80,7 +80,7 @@ type Runtime struct {
 	onPanic   func(p fairness.Priority, value any, stack []byte)
 	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none
 	sliced    bool         // holds a share of the process's short time slices
-	extraPs   int          // Ps reserved for detached threads; the ticker's, then Close's
+	extraPs   int          // Ps reserved for detached threads; the ticker's adjust's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
 	public    any          // the *runtime.Runtime that wraps this engine
 }

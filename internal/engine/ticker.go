@@ -27,24 +27,64 @@ import (
 //     tick, and never deadlocks the runtime.
 //
 // A detached thread that computes needs a Go P of its own, or it takes the
-// free P that wake-ups need: each tick the watchdog raises GOMAXPROCS by one
-// per such thread (at most Procs), and lowers it again once they have been
-// gone for a round.
+// free P that wake-ups need: each tick the watchdog asks for one more P per
+// such thread (at most Procs), and for fewer once they have been gone for a
+// round. Another goroutine (adjust) applies the change: Go's GOMAXPROCS
+// waits for a collection in progress to end, tens of milliseconds when
+// library calls allocate as they start, and the watchdog must not stop
+// watching meanwhile.
 
 type ticker struct {
-	done chan struct{}
-	quit chan struct{}
+	done  chan struct{}
+	quit  chan struct{}
+	ps    chan int      // extra Ps wanted, the latest only; to adjust
+	psEnd chan struct{} // closed when adjust has returned
+	asked int           // the extra Ps last asked for; the ticker's
 }
 
 func startTicker(rt *Runtime) *ticker {
-	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{})}
+	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan int, 1), psEnd: make(chan struct{})}
 	go tk.run(rt)
+	go tk.adjust(rt)
 	return tk
+}
+
+// adjust keeps rt.extraPs Ps reserved for detached threads, as the ticker
+// asks, until the ticker stops; Close then owns rt.extraPs (it reads it after
+// psEnd is closed) and releases them.
+func (tk *ticker) adjust(rt *Runtime) {
+	defer close(tk.psEnd)
+	for {
+		select {
+		case <-tk.quit:
+			return
+		case want := <-tk.ps:
+			switch {
+			case want > rt.extraPs:
+				reserveP(want - rt.extraPs)
+			case want < rt.extraPs:
+				releaseP(rt.extraPs - want)
+			}
+			rt.extraPs = want
+		}
+	}
+}
+
+// ask passes the extra Ps wanted to adjust without waiting: a request that
+// adjust has not taken yet is replaced.
+func (tk *ticker) ask(n int) {
+	tk.asked = n
+	select {
+	case <-tk.ps:
+	default:
+	}
+	tk.ps <- n // only the ticker sends, and the buffer is empty now
 }
 
 func (tk *ticker) stop() {
 	close(tk.quit)
 	<-tk.done
+	<-tk.psEnd
 }
 
 // watch is what the watchdog remembers of one worker since its last beat.
@@ -141,25 +181,23 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 	return some, notAll
 }
 
-// fitPs keeps one extra P per detached thread that may compute (at most
-// Procs): raised at once, lowered after calm reaches roundTicks ticks of
-// fewer. It returns the new calm count.
+// fitPs asks for one extra P per detached thread that may compute (at most
+// Procs): more at once, fewer after calm reaches roundTicks ticks of fewer.
+// It returns the new calm count.
 func (tk *ticker) fitPs(rt *Runtime, calm, roundTicks int) int {
 	if rt.reserved == 0 {
 		return 0 // KeepGOMAXPROCS
 	}
 	want := min(int(rt.detBusy.Load()), len(rt.workers))
 	switch {
-	case want > rt.extraPs:
-		reserveP(want - rt.extraPs)
-		rt.extraPs = want
+	case want > tk.asked:
+		tk.ask(want)
 		return 0
-	case want == rt.extraPs:
+	case want == tk.asked:
 		return 0
 	case calm+1 < roundTicks:
 		return calm + 1
 	}
-	releaseP(rt.extraPs - want)
-	rt.extraPs = want
+	tk.ask(want)
 	return 0
 }
