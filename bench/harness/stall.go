@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -140,16 +139,11 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 		})
 		return rec, err
 	}
-	p := newPrios()
 	c := Criterion{50, 0, 50}
 	rec.Criterion = c.String()
-	rt, err := p.runtime(procs, c)
+	p, rt, echo, err := s.echoOn(procs, c, s.cfg.fixedScript())
 	if err != nil {
 		return nil, err
-	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
-	if err != nil {
-		return nil, closeAll(err, rt.Close())
 	}
 	var hs []*thread.Handle[struct{}]
 	if load.call != nil {

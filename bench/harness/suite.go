@@ -384,18 +384,13 @@ func (s *suite) fineGoroutines(k kernels.Kernel, procs int) (*Record, error) {
 func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, withSink bool) (*Record, error) {
 	inst, rec := s.instance(k), s.record(kind, k, procs)
 	rec.Criterion = c.String()
-	p := newPrios()
-	rt, err := p.runtime(procs, c)
+	p, rt, echo, err := s.echoOn(procs, c, s.cfg.openScript())
 	if err != nil {
 		return nil, err
 	}
 	var snk *sink
 	if withSink {
 		snk = startSink(rt, p.mid)
-	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.openScript())
-	if err != nil {
-		return nil, closeAll(err, snk.close(), rt.Close())
 	}
 	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
 	rec.CPUShares = p.shares(rt.Stats())
@@ -408,17 +403,27 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 // machine gives an echo with nothing else running.
 func (s *suite) wtaIdle(procs int) (*Record, error) {
 	rec := &Record{Kind: kindWTAIdle, Kernel: "idle", Procs: procs, Criterion: Criterion{100, 0, 0}.String()}
-	p := newPrios()
-	rt, err := p.runtime(procs, Criterion{100, 0, 0})
+	_, rt, echo, err := s.echoOn(procs, Criterion{100, 0, 0}, s.cfg.fixedScript())
 	if err != nil {
 		return nil, err
 	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
-	if err != nil {
-		return nil, closeAll(err, rt.Close())
-	}
 	<-echo.drv.done
 	return rec, closeAll(closeEcho(nil, echo, rec), rt.Close())
+}
+
+// echoOn starts a runtime of procs workers under criterion c and a network
+// echo on it, at the high priority, with a driver replaying script.
+func (s *suite) echoOn(procs int, c Criterion, script string) (prios, *runtime.Runtime, *netEcho, error) {
+	p := newPrios()
+	rt, err := p.runtime(procs, c)
+	if err != nil {
+		return p, nil, nil, err
+	}
+	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, script)
+	if err != nil {
+		return p, nil, nil, closeAll(err, rt.Close())
+	}
+	return p, rt, echo, nil
 }
 
 // CPUShares are the shares of processor time of the three priorities.
@@ -463,15 +468,10 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 		})
 		return rec, err
 	}
-	p := newPrios()
 	rec.Criterion = "50-50"
-	rt, err := p.runtime(procs, Criterion{50, 0, 50})
+	p, rt, echo, err := s.echoOn(procs, Criterion{50, 0, 50}, s.cfg.fixedScript())
 	if err != nil {
 		return nil, err
-	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, s.cfg.fixedScript())
-	if err != nil {
-		return nil, closeAll(err, rt.Close())
 	}
 	version := inst.Forked // Fork2, fairly's fork for such code
 	if g == grainSpawn {   // the collector experiment's Spawn setting

@@ -39,15 +39,7 @@ func sortPhaseOf(n Node, k *Kernel) int {
 // SIM_PROFILE_SERIES also the unstarted threads every 0.5 ms, lazy or in
 // banks. SIM_PROFILE=sort/128 go test -run TestPhaseProfile -v.
 func TestPhaseProfile(t *testing.T) {
-	name, procsS, ok := strings.Cut(os.Getenv("SIM_PROFILE"), "/")
-	if !ok {
-		t.Skip("set SIM_PROFILE=kernel/P to profile")
-	}
-	p, perr := strconv.Atoi(procsS)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	k := kernel(t, name, p, 50e6)
+	name, p, k := profiled(t)
 	nph := 5 // sort's; other kernels are profiled as one phase
 
 	type acc struct {
@@ -148,18 +140,7 @@ func TestPhaseProfile(t *testing.T) {
 		}
 	}
 	defer func() { afterEvent = nil }()
-	cfg := Config{Procs: p, Criterion: [3]float64{0, 0, 100}, Kernel: k, Seed: 2019}
-	if c := os.Getenv("SIM_PROFILE_CRITERION"); c != "" { // loaded, as fairbench: 50-0-50
-		var crit [3]float64
-		if _, err := fmt.Sscanf(c, "%v-%v-%v", &crit[0], &crit[1], &crit[2]); err != nil {
-			t.Fatal(err)
-		}
-		cfg = loaded(k, p, crit, 2019)
-	}
-	res, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res := runProfiled(t, k, p)
 	ph[cur].end = res.Time + cfg.Lead
 	fmt.Printf("%s P=%d time=%.2fms speedup=%.1f idle=%.3f deals=%d requests=%d promotions=%d preempt=%d\n", name, p, float64(res.Time)/1e6, float64(k.Work)/float64(res.Time), res.Idle, res.Deals, res.Requests, res.Promotions, res.Preemptions)
 	for i, a := range ph {
@@ -188,15 +169,7 @@ func TestPhaseProfile(t *testing.T) {
 // after (the tail), and the deals, requests and promotions it saw.
 // SIM_PROFILE=bfs/128 go test -run TestRampProfile -v.
 func TestRampProfile(t *testing.T) {
-	name, procsS, ok := strings.Cut(os.Getenv("SIM_PROFILE"), "/")
-	if !ok {
-		t.Skip("set SIM_PROFILE=kernel/P to profile")
-	}
-	p, perr := strconv.Atoi(procsS)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	k := kernel(t, name, p, 50e6)
+	name, p, k := profiled(t)
 	ps, ok := k.Root.Shape.(phases)
 	if !ok {
 		t.Skipf("%s has no phases", name)
@@ -288,18 +261,7 @@ func TestRampProfile(t *testing.T) {
 		prevBusy, prevAsleep = busy, asleep
 	}
 	defer func() { afterEvent = nil }()
-	cfg := Config{Procs: p, Criterion: [3]float64{0, 0, 100}, Kernel: k, Seed: 2019}
-	if c := os.Getenv("SIM_PROFILE_CRITERION"); c != "" { // loaded, as fairbench: 50-0-50
-		var crit [3]float64
-		if _, err := fmt.Sscanf(c, "%v-%v-%v", &crit[0], &crit[1], &crit[2]); err != nil {
-			t.Fatal(err)
-		}
-		cfg = loaded(k, p, crit, 2019)
-	}
-	res, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res := runProfiled(t, k, p)
 	ph[cur].end = res.Time + cfg.Lead
 	ph[cur].st1 = sum(last)
 	var total, bound, ramp, tail float64
@@ -438,4 +400,38 @@ func TestLoadedSeries(t *testing.T) {
 	}
 	fmt.Printf("%s P=%d %s time=%.2fms; in the kernel's rounds %.1f ms (per worker): the kernel ran %.1f%%, the sink %.1f%%; the kernel ran %.1f ms (per worker) in other rounds\n", name, p, crit, float64(res.Time)/1e6,
 		inLow/float64(p)/1e6, 100*kernLow/inLow, 100*sinkLow/inLow, kernHigh/float64(p)/1e6)
+}
+
+// runProfiled runs kernel k on p workers for a profile: alone, or loaded
+// under the criterion SIM_PROFILE_CRITERION names (as fairbench: 50-0-50).
+func runProfiled(t *testing.T, k *Kernel, p int) (Config, *Result) {
+	t.Helper()
+	cfg := Config{Procs: p, Criterion: [3]float64{0, 0, 100}, Kernel: k, Seed: 2019}
+	if c := os.Getenv("SIM_PROFILE_CRITERION"); c != "" {
+		var crit [3]float64
+		if _, err := fmt.Sscanf(c, "%v-%v-%v", &crit[0], &crit[1], &crit[2]); err != nil {
+			t.Fatal(err)
+		}
+		cfg = loaded(k, p, crit, 2019)
+	}
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, res
+}
+
+// profiled is the kernel and worker count SIM_PROFILE=kernel/P names; it
+// skips the test when the variable is not set.
+func profiled(t *testing.T) (string, int, *Kernel) {
+	t.Helper()
+	name, procsS, ok := strings.Cut(os.Getenv("SIM_PROFILE"), "/")
+	if !ok {
+		t.Skip("set SIM_PROFILE=kernel/P to profile")
+	}
+	p, err := strconv.Atoi(procsS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, p, kernel(t, name, p, 50e6)
 }
