@@ -150,6 +150,15 @@ func (w *worker) newRound(now int64) {
 	}
 	w.charge(now)
 	clear(w.borrowed)
+	w.round++
+	for r := range w.readySince {
+		switch {
+		case r == w.cur:
+			w.ready(r) // running: ready, if it came without a bank (takeOver)
+		case w.live(r) == 0:
+			w.readySince[r] = -1 // idle: its next thread is fresh (policy.Fresh)
+		}
+	}
 	if w.rt.independent {
 		w.primary = w.sampler.Rank()
 		w.nextRound = now + int64(w.rt.quantum)
@@ -219,7 +228,7 @@ func (w *worker) mayBorrow(top int, now int64) bool {
 	if running && now == 0 {
 		now = w.rt.now()
 	}
-	return policy.MayBorrow(w.borrowed[top], int64(w.rt.budget), running, w.since, now)
+	return policy.MayBorrow(w.borrowed[top], int64(w.rt.budget), policy.Fresh(w.readySince[top], w.round), running, w.since, now)
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the
@@ -240,11 +249,20 @@ func (w *worker) highest() int {
 func (w *worker) insert(it item) {
 	r := int(it.t.rank)
 	w.banks[r].Insert(it, int(it.t.depth))
+	w.ready(r)
 	if r > w.top {
 		w.top = r
 	}
 	if w.mopen[r] {
 		w.refuse(r)
+	}
+}
+
+// ready notes that rank r has a thread in its bank: from this round on, if
+// the rank was idle at the round's start (policy.Fresh).
+func (w *worker) ready(r int) {
+	if w.readySince[r] < 0 {
+		w.readySince[r] = w.round
 	}
 }
 
@@ -285,6 +303,7 @@ func (w *worker) bankEntries(r int, es []bank.Entry[item]) {
 	for _, e := range es {
 		w.banks[r].Insert(e.Item, e.Depth)
 	}
+	w.ready(r)
 	if r > w.top {
 		w.top = r
 	}

@@ -55,26 +55,28 @@ type worker struct {
 
 	// owner: touched only by the holder, in modeSched (revoke.go); kept off
 	// the cache lines of the shared fields above
-	_         cacheLinePad
-	banks     []bank.Bank[item]
-	mopen     []bool // mailbox r was opened by us and not closed since
-	top       int    // no bank above this rank has threads
-	primary   int
-	nextRound int64
-	nextDeal  int64
-	nextYield int64
-	asked     bool    // a request was posted since the last pass through the scheduler
-	woke      bool    // came out of idle with the token since the last pass through the scheduler
-	spreadTo  int64   // the worker spreads until then (policy.SpreadAfter; see service)
-	cur       int     // rank being run, as in running
-	since     int64   // when cur started being accounted
-	borrowed  []int64 // by rank: time run this round above the primary rank
-	critVer   uint64
-	sampler   *fairness.Sampler
-	lends     []bool // rank r has a share, so it may borrow (see choose)
-	rng       uint64
-	spares    []*gor // parked goroutines ready to carry on the loop
-	callers   []*gor // records of ordinary goroutines that ran threads in RunHere
+	_          cacheLinePad
+	banks      []bank.Bank[item]
+	mopen      []bool // mailbox r was opened by us and not closed since
+	top        int    // no bank above this rank has threads
+	primary    int
+	nextRound  int64
+	nextDeal   int64
+	nextYield  int64
+	asked      bool    // a request was posted since the last pass through the scheduler
+	woke       bool    // came out of idle with the token since the last pass through the scheduler
+	spreadTo   int64   // the worker spreads until then (policy.SpreadAfter; see service)
+	cur        int     // rank being run, as in running
+	since      int64   // when cur started being accounted
+	borrowed   []int64 // by rank: time run this round above the primary rank
+	round      int64   // rounds begun
+	readySince []int64 // by rank: the round since which it has been ready, -1 if idle (policy.Fresh)
+	critVer    uint64
+	sampler    *fairness.Sampler
+	lends      []bool // rank r has a share, so it may borrow (see choose)
+	rng        uint64
+	spares     []*gor // parked goroutines ready to carry on the loop
+	callers    []*gor // records of ordinary goroutines that ran threads in RunHere
 
 	stats workerStats
 }
@@ -82,18 +84,19 @@ type worker struct {
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:       rt,
-		id:       id,
-		mail:     make([]mailbox.Mailbox[bank.Entry[item]], n),
-		banks:    make([]bank.Bank[item], n),
-		mopen:    make([]bool, n),
-		lends:    make([]bool, n),
-		borrowed: make([]int64, n),
-		top:      -1,
-		cur:      rankLoop,
-		detTop:   rankLoop,
-		rng:      seed | 1,
-		stats:    newWorkerStats(n),
+		rt:         rt,
+		id:         id,
+		mail:       make([]mailbox.Mailbox[bank.Entry[item]], n),
+		banks:      make([]bank.Bank[item], n),
+		mopen:      make([]bool, n),
+		lends:      make([]bool, n),
+		borrowed:   make([]int64, n),
+		readySince: make([]int64, n),
+		top:        -1,
+		cur:        rankLoop,
+		detTop:     rankLoop,
+		rng:        seed | 1,
+		stats:      newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
 	w.newRound(0)

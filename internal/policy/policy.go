@@ -79,19 +79,40 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 // (docs/results.md, "Table 1: where the stretch beyond 1/F comes from").
 func Lends(rank, primary int, donating bool) bool { return rank > primary && !donating }
 
-// MayBorrow reports whether a rank's prompt budget for the round has time
-// left: borrowed is the time that rank already ran this round above the
-// primary rank, and running says the worker runs it now, since since (both
-// at now, in nanoseconds). Each rank above the primary one has a budget of
-// its own: a busy middle priority that spends its budget early in the round
-// must not leave a top-priority thread that becomes ready later waiting for
-// the next round.
-func MayBorrow(borrowed, budget int64, running bool, since, now int64) bool {
+// MayBorrow reports whether a rank may borrow the round from the primary
+// rank: it became ready lately (fresh, see Fresh), and its prompt budget
+// for the round has time left. borrowed is the time the rank already ran
+// this round above the primary rank, and running says the worker runs it
+// now, since since (both at now, in nanoseconds).
+//
+// Borrowing is for promptness: a thread that arrives (submitted, resumed
+// after Await or Sleep, dealt), and what it forks, need not wait for a
+// round of its own priority. A priority whose threads are ready all the
+// time (a batch, Table 1's sink) gains no promptness from it, and its budget
+// in every round of a lower priority took about a twentieth of that
+// priority's share (docs/results.md, "Borrowing for priorities that became
+// ready lately"); its own rounds and donations serve it. Each rank above the
+// primary one has a budget of its own: a busy middle priority that spends
+// its budget early in the round must not leave a top-priority thread that
+// becomes ready later waiting for the next round.
+func MayBorrow(borrowed, budget int64, fresh, running bool, since, now int64) bool {
+	if !fresh {
+		return false
+	}
 	if running {
 		borrowed += now - since
 	}
 	return borrowed < budget
 }
+
+// Fresh reports whether a rank that a worker found ready in round
+// readySince (counting its rounds; negative if the rank had nothing ready
+// or running when the current round began and has had nothing since) is
+// fresh in round round: it became ready in this round or the one before. A
+// rank ready without a break since two round starts is a busy one and does
+// not borrow; one that missed a round's borrowing by chance (its budget
+// spent, or arriving at the round's end) still borrows in the next.
+func Fresh(readySince, round int64) bool { return readySince >= 0 && round-readySince <= 1 }
 
 // Keep is how many threads a deal of bank r must leave to its sender: the
 // youngest, when r is the rank next the sender runs next and that thread is

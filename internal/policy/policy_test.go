@@ -74,9 +74,14 @@ func TestChoose(t *testing.T) {
 }
 
 func TestMayBorrow(t *testing.T) {
-	assert.True(t, MayBorrow(100, 250, false, 0, 10_000), "not running above the primary: only what was spent counts")
-	assert.True(t, MayBorrow(100, 250, true, 1_000, 1_100))
-	assert.False(t, MayBorrow(100, 250, true, 1_000, 1_150), "the running stretch counts")
+	assert.True(t, MayBorrow(100, 250, true, false, 0, 10_000), "not running above the primary: only what was spent counts")
+	assert.True(t, MayBorrow(100, 250, true, true, 1_000, 1_100))
+	assert.False(t, MayBorrow(100, 250, true, true, 1_000, 1_150), "the running stretch counts")
+	assert.False(t, MayBorrow(0, 250, false, false, 0, 0), "a rank ready for two round starts does not borrow")
+	assert.True(t, Fresh(7, 7))
+	assert.True(t, Fresh(6, 7), "missed one round's borrowing: still fresh")
+	assert.False(t, Fresh(5, 7))
+	assert.False(t, Fresh(-1, 7), "nothing ready")
 }
 
 func TestKeep(t *testing.T) {

@@ -58,6 +58,8 @@ type vworker struct {
 	cur         int
 	since       int64
 	borrowed    []int64 // by rank
+	round       int64   // worker.round
+	readySince  []int64 // worker.readySince
 
 	g        *vgor // the goroutine running a thread on this worker, nil in the loop
 	detBusy  int   // detached goroutines of this worker that compute
@@ -72,7 +74,7 @@ func newWorker(s *sim, id int) *vworker {
 	w := &vworker{
 		s: s, id: id, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)+1)),
 		banks: make([]bank.Bank[item], n), mail: make([]mailbox.Mailbox[bank.Entry[item]], n),
-		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n),
+		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n), readySince: make([]int64, n),
 		top: policy.NoRank, cur: policy.NoRank, detTop: policy.NoRank, count: s.p.CheckEvery,
 	}
 	for r := range n {
@@ -186,6 +188,19 @@ func (w *vworker) service() {
 func (w *vworker) newRound(now int64) {
 	w.charge(now)
 	clear(w.borrowed)
+	w.round++
+	for r := range w.readySince {
+		if r == w.cur {
+			w.ready(r)
+			continue
+		}
+		if b := &w.banks[r]; b.Len() > 0 {
+			b.Prune(isLive)
+		}
+		if w.banks[r].Len() == 0 {
+			w.readySince[r] = -1
+		}
+	}
 	w.primary = policy.AlignedPrimary(w.s.crit, w.s.cfg.Seed, policy.RoundOf(now, w.s.p.Quantum), w.s.ranks)
 	w.nextRound = policy.RoundEnd(now, w.s.p.Quantum)
 	w.closeUnwanted()
@@ -224,7 +239,7 @@ func (w *vworker) choose(cur int) int {
 // mayBorrow says whether rank top may run above the primary one now.
 func (w *vworker) mayBorrow(top int) bool {
 	return w.lends[top] && !w.s.p.NoBorrow &&
-		policy.MayBorrow(w.borrowed[top], w.s.p.Budget, w.cur == top && top > w.primary, w.since, w.t)
+		policy.MayBorrow(w.borrowed[top], w.s.p.Budget, policy.Fresh(w.readySince[top], w.round), w.cur == top && top > w.primary, w.since, w.t)
 }
 
 // waitingTop is worker.waitingTop: the highest rank of the threads that
@@ -256,9 +271,17 @@ func (w *vworker) highest() int {
 func (w *vworker) insert(it item) {
 	r := it.t.rank
 	w.banks[r].Insert(it, int(it.t.depth))
+	w.ready(r)
 	w.top = max(w.top, r)
 	if w.mopen[r] {
 		w.refuse(r)
+	}
+}
+
+// ready is worker.ready.
+func (w *vworker) ready(r int) {
+	if w.readySince[r] < 0 {
+		w.readySince[r] = w.round
 	}
 }
 
@@ -291,6 +314,7 @@ func (w *vworker) bankEntries(r int, es []bank.Entry[item]) {
 	for _, e := range es {
 		w.banks[r].Insert(e.Item, e.Depth)
 	}
+	w.ready(r)
 	w.top = max(w.top, r)
 }
 
