@@ -414,10 +414,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 	if r < 0 || r >= len(w.banks) {
 		return false
 	}
-	b := &w.banks[r]
-	w.live(r) // never deal stale entries: the receiver would find nothing
-	keep := policy.Keep(r, next, w.cur)
-	if b.Len() <= keep {
+	if !w.surplus(r, next) { // stale entries pruned: the receiver must find threads
 		return false
 	}
 	m := &v.mail[r]
@@ -426,7 +423,7 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 	}
 	w.rt.open.clear(r, v.id)
 	w.rt.moves.Add(1)
-	m.Send(b.Split(nil))
+	m.Send(w.banks[r].Split(nil))
 	v.mailFlag.Store(1)
 	v.attn.Store(1)
 	v.wake()

@@ -194,10 +194,7 @@ func (w *vworker) newRound(now int64) {
 			w.ready(r)
 			continue
 		}
-		if b := &w.banks[r]; b.Len() > 0 {
-			b.Prune(isLive)
-		}
-		if w.banks[r].Len() == 0 {
+		if w.live(r) == 0 {
 			w.readySince[r] = -1
 		}
 	}
@@ -276,6 +273,15 @@ func (w *vworker) insert(it item) {
 	if w.mopen[r] {
 		w.refuse(r)
 	}
+}
+
+// live is worker.live: the live threads in bank r, stale entries pruned.
+func (w *vworker) live(r int) int {
+	b := &w.banks[r]
+	if b.Len() > 0 {
+		b.Prune(isLive)
+	}
+	return b.Len()
 }
 
 // ready is worker.ready.
@@ -379,11 +385,7 @@ func (w *vworker) deal() (d dealt) {
 // surplus is worker.surplus: bank r holds a thread to deal, stale entries
 // pruned.
 func (w *vworker) surplus(r, next int) bool {
-	b := &w.banks[r]
-	if b.Len() > 0 {
-		b.Prune(isLive)
-	}
-	return b.Len() > policy.Keep(r, next, w.cur)
+	return w.live(r) > policy.Keep(r, next, w.cur)
 }
 
 // wants is worker.wants: a deal of its primary rank or of rank cur would
@@ -409,11 +411,7 @@ func (w *vworker) sendTo(v *vworker, r, next int) bool {
 	if r < 0 || r >= len(w.banks) {
 		return false
 	}
-	b := &w.banks[r]
-	if b.Len() > 0 {
-		b.Prune(isLive)
-	}
-	if b.Len() <= policy.Keep(r, next, w.cur) {
+	if !w.surplus(r, next) {
 		return false
 	}
 	m := &v.mail[r]
@@ -422,7 +420,7 @@ func (w *vworker) sendTo(v *vworker, r, next int) bool {
 	}
 	w.s.unindex(v.id, r)
 	w.t += w.s.c.Deal
-	m.Send(b.Split(nil))
+	m.Send(w.banks[r].Split(nil))
 	v.mailFlag = true
 	v.attn = true
 	v.wake(w.t)
