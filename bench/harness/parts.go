@@ -3,7 +3,6 @@ package harness
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -74,9 +73,8 @@ func partsOf(res *driver.Result, log []interactive.Timing) *EchoParts {
 		for i, x := range all {
 			v[i] = f(x)
 		}
-		slices.Sort(v)
-		rank := func(q float64) time.Duration { return v[max(0, int(math.Ceil(q*float64(len(v))))-1)] }
-		return rank(0.50), rank(0.99)
+		l := latencyOf(v, 0) // the same nearest-rank percentiles as response times
+		return l.P50, l.P99
 	}
 	p := &EchoParts{Matched: len(all)}
 	p.DeliveryP50, p.DeliveryP99 = part(func(x split) time.Duration { return x.delivery })
