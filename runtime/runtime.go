@@ -106,6 +106,18 @@ type Config struct {
 	// processor time, and any process may set them on its own threads. The
 	// last Close gives the threads the default slice back.
 	ShortTimeSlices bool
+	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
+	// thread of a thread that computes detached from its worker (a long
+	// library call that a more urgent thread preempted; see
+	// docs/design.md) to the idle scheduling class, SCHED_IDLE. Demoted,
+	// such a thread gets a core only when no other thread of the machine
+	// wants it, so that the network poller and timers that wake the top
+	// priority never wait behind it. Its thread gets its normal policy back
+	// when it next reaches a preemption point if the process may do that
+	// (CAP_SYS_NICE or RLIMIT_NICE); otherwise it runs demoted until it
+	// ends. Set it when other processes keep every core busy: a demoted
+	// thread then waits for them, and so does Go's stop-the-world.
+	KeepOSPriority bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an
 	// aligned round (see docs/design.md).
@@ -174,6 +186,7 @@ func New(cfg Config) (*Runtime, error) {
 		Independent: cfg.IndependentRounds,
 		ReserveP:    !cfg.KeepGOMAXPROCS,
 		ShortSlices: cfg.ShortTimeSlices,
+		Demote:      !cfg.KeepOSPriority,
 		Seed:        cfg.Seed,
 		OnPanic:     cfg.OnPanic,
 	}

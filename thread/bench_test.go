@@ -3,6 +3,7 @@ package thread_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -426,4 +427,75 @@ func fibForkCutoff(c *thread.Ctx, n int) int {
 	}
 	a, b := thread.Fork2(c, fibForkCutoff, n-1, n-2)
 	return a + b
+}
+
+// BenchmarkShareBesideLibraryCalls: fib(32) forking above n = 20 at high
+// priority beside two low-priority threads that sort a million keys in a
+// loop with no fairly call inside (a library call), criterion 50-50, P = 2;
+// with the OS threads of such calls demoted once detached (the default) and
+// kept (Config.KeepOSPriority). Reports the stretch of fib against its
+// time alone (its share is 0.5, so about 2 is fair) and how many sorts the
+// low priority completes per second.
+func BenchmarkShareBesideLibraryCalls(b *testing.B) {
+	keys := make([]int64, 1<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range keys {
+		keys[i] = r.Int64()
+	}
+	for _, keep := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keep=%v", keep), func(b *testing.B) {
+			o := fairness.NewOrder()
+			hi, lo := o.New("hi"), o.New("lo")
+			if err := o.Less(lo, hi); err != nil {
+				b.Fatal(err)
+			}
+			c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, lo: 50})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, KeepOSPriority: keep})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			job := func() {
+				if _, err := thread.Run(rt, hi, func(c *thread.Ctx) int { return fibForkCutoff(c, 32) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			alone := time.Duration(1 << 62)
+			for range 3 {
+				start := time.Now()
+				job()
+				alone = min(alone, time.Since(start))
+			}
+			var stop atomic.Bool
+			var sorts atomic.Int64
+			var hogs []*thread.Handle[int]
+			for range 2 {
+				hogs = append(hogs, thread.Go(rt, lo, func(*thread.Ctx) int {
+					for !stop.Load() {
+						slices.Sort(slices.Clone(keys))
+						sorts.Add(1)
+					}
+					return 0
+				}))
+			}
+			time.Sleep(100 * time.Millisecond) // the sorts under way
+			sorts.Store(0)
+			start := time.Now()
+			for b.Loop() {
+				job()
+			}
+			elapsed := time.Since(start)
+			stop.Store(true)
+			for _, h := range hogs {
+				if _, err := h.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(elapsed)/float64(b.N)/float64(alone), "stretch")
+			b.ReportMetric(float64(sorts.Load())/elapsed.Seconds(), "sorts/s")
+		})
+	}
 }

@@ -43,6 +43,11 @@ type gor struct {
 	// detSince is when, for charging its processor time when it comes back.
 	detBusy  atomic.Bool
 	detSince atomic.Int64
+	// tid is the OS thread g is locked to (0: not locked, or not known),
+	// for the ticker to demote while g computes detached; demoted says it
+	// did (guarded by Runtime.detached.mu; see revoke.go).
+	tid     atomic.Int32
+	demoted bool
 
 	// Private to the goroutine and written at every fork and preemption
 	// point: padded off the fields above and off neighbouring objects, so
@@ -60,6 +65,12 @@ type gor struct {
 	local any
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
+	// locked says g is locked to its OS thread (from its first passage into
+	// thread code until it parks); pinned says for good, because that
+	// thread was demoted and Linux refused to promote it again; caller says
+	// g is the record of an ordinary goroutine in RunHere, whose OS thread
+	// is never demoted (see revoke.go).
+	locked, pinned, caller bool
 	// region is the execution-trace region of the thread code it runs now,
 	// while runtime/trace records (see Runtime.regions).
 	region *trace.Region
@@ -94,6 +105,7 @@ func (g *gor) start(w *worker) {
 // token; a spare parks first until it is handed one.
 func (g *gor) main() {
 	defer g.rt.gors.Done()
+	defer g.unlock() // a pinned goroutine keeps its thread, which Go then ends
 	id := goid()
 	runtimeGors.Store(id, g)
 	defer runtimeGors.Delete(id)
@@ -154,13 +166,15 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 		if !returned && g.w != nil { // runtime.Goexit; run finished t
 			g.promoteAll(g.w)
 			g.handOff()
+			g.unlock()
 		}
 		pprof.SetGoroutineLabels(labels)
 	}()
 	w.setRunning(int(t.rank))
 	g.run(t)
 	returned = true
-	w = g.w // t may have ended on another worker
+	g.unlock() // the caller's goroutine goes back to its code unlocked
+	w = g.w    // t may have ended on another worker
 	if len(w.callers) < maxCallers {
 		w.callers = append(w.callers, g) // with its lazy stack and fork records
 	}
@@ -185,7 +199,9 @@ func (w *worker) caller() *gor {
 		g.label = rankLoop // the caller's labels are not the runtime's
 		return g
 	}
-	return w.rt.record()
+	g := w.rt.record()
+	g.caller = true
+	return g
 }
 
 // takeSleeper takes the token of a sleeping worker, if one sleeps, starting
@@ -254,8 +270,12 @@ func threadGor() *gor {
 }
 
 // park blocks until another goroutine hands this one a token (or, at
-// shutdown, releases it with g.w == nil).
-func (g *gor) park() { <-g.wake }
+// shutdown, releases it with g.w == nil). It first lets go of its OS thread
+// (see revoke.go), so that the hand-off is a cheap switch on one thread.
+func (g *gor) park() {
+	g.unlock()
+	<-g.wake
+}
 
 // resume hands worker w's token to g, which must be parked or about to park.
 func (g *gor) resume(w *worker) {
@@ -330,6 +350,7 @@ func (g *gor) suspend(t *Task, during func()) {
 	g.promoteAll(g.w)
 	g.handOff()
 	defer g.rejoin(t) // also when during panics: the panic goes on in t
+	g.unlock()        // during may block: let Go run the P on this OS thread meanwhile
 	during()
 }
 

@@ -51,6 +51,54 @@ func setSlices(short bool) {
 
 // setSlice sets thread tid's slice; it leaves real-time threads alone.
 func setSlice(tid int, short bool) error {
+	return changeAttr(tid, func(a *unix.SchedAttr) {
+		a.Runtime = 0 // the kernel's default
+		if short {
+			a.Runtime = shortSlice
+		}
+	})
+}
+
+// gettid is the id of the calling OS thread.
+func gettid() int32 {
+	tid, _, _ := syscall.RawSyscall(syscall.SYS_GETTID, 0, 0, 0)
+	return int32(tid)
+}
+
+// threadCPU is the processor time OS thread tid of the process has used, in
+// ns, or -1 if it is not known.
+func threadCPU(tid int32) int64 {
+	if tid == 0 {
+		return -1
+	}
+	var ts unix.Timespec
+	// The clock of one thread: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
+	if unix.ClockGettime(^tid<<3|6, &ts) != nil {
+		return -1
+	}
+	return ts.Nano()
+}
+
+// demote makes OS thread tid run only when no thread of normal policy, in
+// this process or any other, wants its processor (SCHED_IDLE): a woken
+// thread then preempts it at once. Any thread may do that to its process's
+// threads. It reports whether Linux agreed.
+func demote(tid int32) bool {
+	return changeAttr(int(tid), func(a *unix.SchedAttr) { a.Policy = unix.SCHED_IDLE }) == nil
+}
+
+// promote gives OS thread tid, demoted, the normal policy back. Linux
+// allows that only to a process that may lower nice values (CAP_SYS_NICE,
+// or an RLIMIT_NICE of 20 and more); it reports whether it did. A variable,
+// so that tests can play the unprivileged process.
+var promote = func(tid int32) bool {
+	return changeAttr(int(tid), func(a *unix.SchedAttr) { a.Policy = unix.SCHED_NORMAL }) == nil
+}
+
+// changeAttr reads thread tid's scheduling attributes, lets change edit
+// them and writes them back. Real-time threads are left alone: neither
+// slices nor SCHED_IDLE mean anything to them.
+func changeAttr(tid int, change func(*unix.SchedAttr)) error {
 	var a unix.SchedAttr
 	size := unsafe.Sizeof(a)
 	if _, _, e := unix.RawSyscall6(unix.SYS_SCHED_GETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), size, 0, 0, 0); e != 0 {
@@ -59,14 +107,11 @@ func setSlice(tid int, short bool) error {
 	switch a.Policy {
 	case unix.SCHED_NORMAL, unix.SCHED_BATCH, unix.SCHED_IDLE:
 	default:
-		return nil // slices mean nothing to a real-time thread
+		return nil
 	}
 	a.Size = uint32(size)
 	a.Flags &= unix.SCHED_FLAG_RESET_ON_FORK // unprivileged threads may not clear it
-	a.Runtime = 0                            // the kernel's default
-	if short {
-		a.Runtime = shortSlice
-	}
+	change(&a)
 	if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), 0); e != 0 {
 		return e
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	goruntime "runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -65,5 +67,98 @@ func TestShortSlices(t *testing.T) {
 		if b, ok := before[tid]; ok {
 			assert.Equal(t, b, s, "thread %d: the slice it had before", tid)
 		}
+	}
+}
+
+// policyOf gives the scheduling policy of OS thread tid, -1 once it is gone.
+func policyOf(tid int32) int {
+	var a unix.SchedAttr
+	if _, _, e := unix.RawSyscall6(unix.SYS_SCHED_GETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a), 0, 0, 0); e != 0 {
+		return -1
+	}
+	return int(a.Policy)
+}
+
+// idleThreads lists the threads of the process in SCHED_IDLE, but the
+// main thread: Go cannot end it when a goroutine locked to it exits, and
+// wedges it for good instead, so that it serves no goroutine either.
+func idleThreads(t *testing.T) []int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	var idle []int
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		require.NoError(t, err)
+		if tid != os.Getpid() && policyOf(int32(tid)) == unix.SCHED_IDLE {
+			idle = append(idle, tid)
+		}
+	}
+	return idle
+}
+
+// TestDemotion: the OS thread of a thread that computes detached is demoted
+// to SCHED_IDLE; when the thread comes back the OS thread gets the normal
+// policy again, or, where Linux refuses that, ends with its goroutine once
+// the thread is over, so that no demoted thread ever serves other
+// goroutines. KeepOSPriority (Demote off) demotes nothing. Unasked, with
+// nothing waiting for its worker, the watchdog revokes a computing thread
+// after a round and tells it from a blocked one by its OS thread's
+// processor time: it is demoted too.
+func TestDemotion(t *testing.T) {
+	cases := []struct {
+		name                     string
+		demote, refused, unasked bool
+	}{
+		{"promoted back", true, false, false},
+		{"refused promotion", true, true, false},
+		{"kept", false, false, false},
+		{"unasked", true, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.refused {
+				old := promote
+				promote = func(int32) bool { return false }
+				defer func() { promote = old }()
+			}
+			o := fairness.NewOrder()
+			lo, hi := o.New("lo"), o.New("hi")
+			require.NoError(t, o.Less(lo, hi))
+			c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{lo: 50, hi: 50})
+			require.NoError(t, err)
+			cfg := testConfig(1, c)
+			cfg.Demote = tc.demote
+			rt := New(cfg)
+			var stop atomic.Bool
+			var tid atomic.Int32
+			spun := submit(t, rt, lo, func(*Task) {
+				tid.Store(gettid()) // thread code keeps its OS thread
+				spinUntil(&stop, patience)
+			})
+			require.True(t, eventually(func() bool { return tid.Load() != 0 }))
+			time.Sleep(5 * time.Millisecond)         // no preemption point for longer than staleAfter
+			submit(t, rt, hi, func(*Task) {}).Wait() // revokes the spinner's worker
+			if tc.demote {
+				assert.True(t, eventually(func() bool { return policyOf(tid.Load()) == unix.SCHED_IDLE }),
+					"demoted while it computes detached")
+			} else {
+				time.Sleep(20 * time.Millisecond) // twenty ticks of the watchdog
+				assert.Equal(t, unix.SCHED_NORMAL, policyOf(tid.Load()), "demoted with Demote off")
+			}
+			stop.Store(true)
+			spun.Wait()
+			switch {
+			case tc.refused && int(tid.Load()) != os.Getpid(): // the main thread is wedged instead
+				assert.True(t, eventually(func() bool { return policyOf(tid.Load()) == -1 }),
+					"the demoted OS thread ends with its goroutine")
+			case tc.refused:
+			default:
+				assert.True(t, eventually(func() bool { return policyOf(tid.Load()) == unix.SCHED_NORMAL }),
+					"the OS thread has the normal policy again")
+			}
+			require.NoError(t, rt.Close())
+			assert.Empty(t, idleThreads(t), "no thread of the process stays demoted")
+		})
 	}
 }

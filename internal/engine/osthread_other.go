@@ -9,3 +9,15 @@ func osYield() {}
 
 // setSlices does nothing where the kernel has no per-thread time slices.
 func setSlices(bool) {}
+
+// gettid has no cheap equivalent here: 0 means unknown, and nothing is demoted.
+func gettid() int32 { return 0 }
+
+// demote does nothing where the OS has no idle scheduling class at hand.
+func demote(int32) bool { return false }
+
+// promote has nothing to undo.
+func promote(int32) bool { return true }
+
+// threadCPU is not known here.
+func threadCPU(int32) int64 { return -1 }

@@ -44,7 +44,7 @@ func testConfig(procs int, c *fairness.Criterion) Config {
 	return Config{
 		Procs: procs, Order: c.Order(), Criterion: c,
 		Quantum: 5 * time.Millisecond, DealEvery: 100 * time.Microsecond, Interrupt: time.Millisecond,
-		Budget: 250 * time.Microsecond, Borrow: true, ReserveP: true, ShortSlices: true, Seed: 1,
+		Budget: 250 * time.Microsecond, Borrow: true, ReserveP: true, ShortSlices: true, Demote: true, Seed: 1,
 	}
 }
 

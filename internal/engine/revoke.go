@@ -4,6 +4,8 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -75,7 +77,8 @@ import (
 // priority level; an arrival may add one each time it finds the worker stuck
 // again below it, so that a top-priority thread never waits for a library
 // call that may never end); detached goroutines that block cost nothing and
-// are not limited.
+// are not limited. On Linux its OS thread is demoted, so that it takes
+// only processor time nobody else wants (Demotion, below).
 
 // staleAfter is how long a worker may go without a preemption point before
 // an arriving thread of higher priority takes its token instead of waiting:
@@ -98,22 +101,117 @@ const (
 	modeTopShift = 8
 )
 
-// Thread code keeps its OS thread. While a goroutine runs a thread's code
-// (from leave to enter) it is locked to its OS thread. Code that runs long
-// without a preemption point, detached or not, then stays on one OS thread
-// when Go preempts it every 10 ms, instead of hopping to whichever thread
-// of Go's steals it from the global run queue. That matters to the OS
-// scheduler: Linux's EEVDF remembers how far each thread ran ahead of its
-// share (lag, up to a few ms) and lets a woken thread run only once that
-// debt is paid. Hopping spread the library call's processor time over every
-// thread of the process, so the thread that woke for the network poller
-// owed a few ms as often as not, and the top priority's reply waited for it
-// (measured in docs/design.md, "Go Ps and OS scheduling"). A lock costs two
-// field writes; the goroutine is unlocked
-// again in enter, before anything in the scheduler can park it, so hand-offs
-// between goroutines stay the cheap ones Go makes on one OS thread. Thread
-// code that blocks outside Await (a channel, a mutex) parks its OS thread
-// with it; Go runs the P on another.
+// Thread code keeps its OS thread. From its first passage into a thread's
+// code until it parks, a goroutine is locked to its OS thread (lock,
+// unlock). Code that runs long without a preemption point, detached or not,
+// then stays on one OS thread when Go preempts it every 10 ms, instead of
+// hopping to whichever thread of Go's steals it from the global run queue.
+// That matters to the OS scheduler: Linux's EEVDF remembers how far each
+// thread ran ahead of its share (lag, up to a few ms) and lets a woken
+// thread run only once that debt is paid. Hopping spread the library call's
+// processor time over every thread of the process, so the thread that woke
+// for the network poller owed a few ms as often as not, and the top
+// priority's reply waited for it (measured in docs/design.md, "Go Ps and OS
+// scheduling"). A lock costs two field writes; the goroutine lets go of
+// its thread before it parks, so hand-offs between goroutines stay the
+// cheap ones Go makes on one OS thread, and before it runs an Await-ed call
+// (Suspend), which may block. Thread code that blocks outside Await (a
+// channel, a mutex) parks its OS thread with it; Go runs the P on another.
+//
+// Demotion. A detached goroutine that computes competes with the workers
+// for the machine's cores, and Go's own threads (the network poller's,
+// timers') wait behind it for a core: the top priority's request then
+// arrives late. So the ticker demotes the OS thread of a goroutine that has
+// computed detached for staleAfter to Linux's idle class (SCHED_IDLE),
+// which gets a core only when no other thread wants it and gives it up at
+// once to any that wakes. Cooperative code revoked for an urgent thread
+// comes back at its next preemption point, within microseconds, and is
+// never demoted. The thread is the right one because the goroutine is
+// locked to it (tid, learned once per lock: a system call per park). The
+// protocol, on top of the one above:
+//   - Before its swap to modeUser, the holder stores its thread's id in
+//     tid (lock). A revoker that wins puts a computing goroutine in
+//     Runtime.detached; the goroutine takes itself out when it comes back
+//     (settle), before it can let go of its thread. The ticker demotes
+//     only goroutines in that list, holding its lock, so a demoted thread
+//     is still locked to its goroutine, which learns of the demotion in
+//     settle under the same lock.
+//   - Linux lets a process promote its threads again only with CAP_SYS_NICE
+//     or RLIMIT_NICE. Without, the goroutine stays locked to the demoted
+//     thread (pinned) until its thread ends; then it exits locked, and Go
+//     ends the OS thread with it. Until then it runs only that thread, which
+//     was of lower priority than the one that revoked it.
+//   - An ordinary goroutine in RunHere is never demoted (its tid stays 0):
+//     it goes back to the caller's code, unlocked.
+//   - A goroutine that blocked (revoked as not computing) is not demoted:
+//     it costs no core.
+
+// detachedList holds the goroutines that compute detached, for demotion.
+type detachedList struct {
+	mu   sync.Mutex
+	gors []*gor
+}
+
+// add puts g, just revoked as computing, in the list.
+func (l *detachedList) add(g *gor) {
+	l.mu.Lock()
+	l.gors = append(l.gors, g)
+	l.mu.Unlock()
+}
+
+// demote demotes the OS threads of the goroutines that have computed
+// detached since before since; the ticker calls it.
+func (l *detachedList) demote(since int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range l.gors {
+		if !g.demoted && g.detSince.Load() < since {
+			if tid := g.tid.Load(); tid != 0 {
+				g.demoted = demote(tid)
+			}
+		}
+	}
+}
+
+// settle takes g, revoked and back in the runtime, out of the list, and
+// promotes its OS thread back if it was demoted, or pins g to it if Linux
+// refuses.
+func (l *detachedList) settle(g *gor) {
+	l.mu.Lock()
+	if i := slices.Index(l.gors, g); i >= 0 {
+		l.gors = slices.Delete(l.gors, i, i+1)
+	}
+	demoted := g.demoted
+	g.demoted = false
+	l.mu.Unlock()
+	if demoted && !promote(g.tid.Load()) {
+		g.pinned = true
+	}
+}
+
+// lock locks g to its OS thread, if it is not locked already, and learns
+// the thread's id, for the watchdog to read its processor time and to
+// demote it.
+func (g *gor) lock() {
+	if g.locked {
+		return
+	}
+	goruntime.LockOSThread()
+	g.locked = true
+	if !g.caller {
+		g.tid.Store(gettid())
+	}
+}
+
+// unlock lets go of g's OS thread, unless g is pinned to it.
+func (g *gor) unlock() {
+	if !g.locked || g.pinned {
+		return
+	}
+	g.tid.Store(0)
+	g.locked = false
+	goruntime.UnlockOSThread()
+}
 
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
@@ -130,15 +228,14 @@ func (g *gor) leave() {
 	if top >= 0 || g.lazy.bot < g.lazy.top {
 		m |= modeQueued | uint32(top+1)<<modeTopShift
 	}
+	g.lock() // before the store of the mode, for the revoker: see above
 	g.mode.Store(m)
-	goruntime.LockOSThread() // see above
 }
 
 // enter marks the passage from thread t's code back into the scheduler. If
 // g's token was revoked meanwhile, it first queues t and waits until t holds
 // a token again. Either way it returns holding a token, in modeSched.
 func (g *gor) enter(t *Task) {
-	goruntime.UnlockOSThread() // locked in leave
 	if g.region != nil {
 		g.region.End()
 		g.region = nil
@@ -156,6 +253,7 @@ func (g *gor) reattach(t *Task) {
 	g.w = nil
 	g.mode.Store(modeSched)
 	if g.detBusy.Load() {
+		g.rt.detached.settle(g)
 		// Its thread computed detached: charge that time to its priority,
 		// so that Stats counts every goroutine's work.
 		w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
@@ -211,6 +309,9 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	rt.suspended.Add(1)
 	if busy {
 		rt.detBusy.Add(1) // the ticker finds it a P (ticker.go)
+		if rt.demote {
+			rt.detached.add(h)
+		}
 	}
 	v.attn.Store(1)
 	return v

@@ -43,7 +43,7 @@ type Config struct {
 	Criterion                             *fairness.Criterion
 	Quantum, DealEvery, Interrupt, Budget time.Duration
 	Borrow, Independent, ReserveP         bool
-	ShortSlices                           bool
+	ShortSlices, Demote                   bool
 	Seed                                  uint64
 	OnPanic                               func(p fairness.Priority, value any, stack []byte)
 }
@@ -59,7 +59,7 @@ type Runtime struct {
 	critVer atomic.Uint64
 
 	quantum, dealEvery, interrupt, budget time.Duration
-	borrow, independent                   bool
+	borrow, independent, demote           bool
 	seed                                  uint64
 
 	workers []*worker
@@ -82,6 +82,7 @@ type Runtime struct {
 	sliced    bool         // holds a share of the process's short time slices
 	extraPs   int          // Ps reserved for detached threads; the ticker's adjust's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
+	detached  detachedList // those of them that may be demoted (revoke.go)
 	public    any          // the *runtime.Runtime that wraps this engine
 }
 
@@ -113,6 +114,7 @@ func New(cfg Config) *Runtime {
 		budget:      cfg.Budget,
 		borrow:      cfg.Borrow,
 		independent: cfg.Independent,
+		demote:      cfg.Demote,
 		seed:        cfg.Seed,
 		onPanic:     cfg.OnPanic,
 		epoch:       time.Now(),

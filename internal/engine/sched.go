@@ -60,6 +60,12 @@ func (g *gor) loop() {
 		}
 		w.setRunning(int(it.t.rank))
 		g.run(it.t)
+		if g.pinned {
+			// Its OS thread was demoted for good (revoke.go): it ends, and
+			// Go ends the thread with it, rather than run other threads.
+			g.passTo()
+			return
+		}
 	}
 }
 

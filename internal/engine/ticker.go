@@ -25,6 +25,13 @@ import (
 //   - After a whole round its token is revoked whatever waits, so that a
 //     thread blocked outside Await costs its worker at most a round and a
 //     tick, and never deadlocks the runtime.
+//   - Whether the stuck goroutine computes or blocks decides what its
+//     detached thread costs (a P, a core). Where Linux tells the processor
+//     time of its OS thread (threadCPU), the watchdog reads it every tick
+//     of a stall: a thread that ran an eighth of the time or more computes.
+//     Elsewhere it guesses: computing if somebody waits, blocked if a round
+//     went by unasked. A computing detached thread is demoted after
+//     staleAfter (revoke.go).
 //
 // A detached thread that computes needs a Go P of its own, or it takes the
 // free P that wake-ups need: each tick the watchdog asks for one more P per
@@ -92,6 +99,25 @@ type watch struct {
 	beat   uint64
 	holder *gor
 	ticks  int // ticks without a beat
+	// cpu is the processor time of the holder's OS thread at the last tick
+	// (-1: not known), at is when it was read: whether the holder computes
+	// or blocks shows in how much of the tick its thread ran.
+	cpu, at int64
+}
+
+// computing samples the processor time of h's OS thread at now and reports
+// whether the thread ran an eighth of the time since the previous sample or
+// more: a blocked thread runs next to nothing, a computing one at least its
+// share of a core among the process's other runnable threads. known is
+// false if either sample is missing (no thread id, another OS).
+func (wt *watch) computing(h *gor, now int64) (busy, known bool) {
+	cpu := threadCPU(h.tid.Load())
+	prev, at := wt.cpu, wt.at
+	wt.cpu, wt.at = cpu, now
+	if cpu < 0 || prev < 0 {
+		return false, false
+	}
+	return 8*(cpu-prev) >= now-at, true
 }
 
 func (tk *ticker) run(rt *Runtime) {
@@ -136,23 +162,35 @@ func (tk *ticker) run(rt *Runtime) {
 				continue
 			}
 			if b := w.beat.Load(); b != wt.beat || h != wt.holder {
-				wt.beat, wt.holder, wt.ticks = b, h, 0
+				wt.beat, wt.holder, wt.ticks, wt.cpu = b, h, 0, -1
 				continue
 			}
 			wt.ticks++
+			computing, known := wt.computing(h, now)
 			if wt.ticks < policy.StallTicks {
 				continue
 			}
 			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
 				now >= w.roundEnd.Load()
 			// RevokeBlocked: nobody waits, but a round went by; it is blocked,
-			// most likely, and costs no processor detached.
-			if verdict := policy.Watchdog(wt.ticks, roundTicks, demand); verdict != policy.Wait {
+			// most likely, and costs no processor detached. Where the
+			// processor time of its OS thread is known, that tells.
+			verdict := policy.Watchdog(wt.ticks, roundTicks, demand)
+			if verdict != policy.Wait && known {
+				verdict = policy.RevokeBlocked
+				if computing {
+					verdict = policy.RevokeBusy
+				}
+			}
+			if verdict != policy.Wait {
 				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
 				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {
 					rt.newGor().start(v)
 				}
 			}
+		}
+		if rt.demote && rt.detBusy.Load() > 0 {
+			rt.detached.demote(now - int64(staleAfter))
 		}
 		calm = tk.fitPs(rt, calm, roundTicks)
 	}
