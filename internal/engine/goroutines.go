@@ -45,9 +45,12 @@ type gor struct {
 	detSince atomic.Int64
 	// tid is the OS thread g is locked to (0: not locked, or not known),
 	// for the ticker to demote while g computes detached; demoted says it
-	// did (guarded by Runtime.detached.mu; see revoke.go).
+	// did, and detCPU is the processor time of that thread when g was
+	// detached, -1 if not known (both guarded by Runtime.detached.mu; see
+	// revoke.go).
 	tid     atomic.Int32
 	demoted bool
+	detCPU  int64
 
 	// Private to the goroutine and written at every fork and preemption
 	// point: padded off the fields above and off neighbouring objects, so

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"syscall"
@@ -77,6 +78,22 @@ func threadCPU(tid int32) int64 {
 		return -1
 	}
 	return ts.Nano()
+}
+
+// threadRunnable reports whether OS thread tid of the process is running or
+// waiting for a core (state R), as opposed to sleeping in the kernel (a
+// blocked goroutine parks its locked thread there); false if not known.
+func threadRunnable(tid int32) bool {
+	if tid == 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(int(tid)) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'R'
 }
 
 // demote makes OS thread tid run only when no thread of normal policy, in

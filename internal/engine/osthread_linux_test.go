@@ -162,3 +162,32 @@ func TestDemotion(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadRunnable: the watchdog's signs of a computing thread read a
+// spinning OS thread as runnable and using processor time, and one whose
+// goroutine blocks as neither.
+func TestThreadRunnable(t *testing.T) {
+	var spinTid, blockTid atomic.Int32
+	var stop atomic.Bool
+	release := make(chan struct{})
+	go func() {
+		goruntime.LockOSThread() // its thread ends with it
+		spinTid.Store(gettid())
+		for !stop.Load() {
+		}
+	}()
+	go func() {
+		goruntime.LockOSThread()
+		blockTid.Store(gettid())
+		<-release
+	}()
+	require.True(t, eventually(func() bool { return spinTid.Load() != 0 && blockTid.Load() != 0 }))
+	defer close(release)
+	defer stop.Store(true)
+	assert.True(t, eventually(func() bool { return !threadRunnable(blockTid.Load()) }), "a blocked thread sleeps")
+	assert.True(t, threadRunnable(spinTid.Load()), "a spinning thread is runnable")
+	before := threadCPU(spinTid.Load())
+	assert.True(t, eventually(func() bool { return threadCPU(spinTid.Load()) > before }), "a spinning thread uses processor time")
+	assert.GreaterOrEqual(t, threadCPU(blockTid.Load()), int64(0))
+	assert.Equal(t, int64(-1), threadCPU(0), "no thread id, no processor time")
+}

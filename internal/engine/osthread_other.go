@@ -21,3 +21,6 @@ func promote(int32) bool { return true }
 
 // threadCPU is not known here.
 func threadCPU(int32) int64 { return -1 }
+
+// threadRunnable is not known here.
+func threadRunnable(int32) bool { return false }

@@ -122,11 +122,11 @@ const (
 // for the machine's cores, and Go's own threads (the network poller's,
 // timers') wait behind it for a core: the top priority's request then
 // arrives late. So the ticker demotes the OS thread of a goroutine that has
-// computed detached for staleAfter to Linux's idle class (SCHED_IDLE),
-// which gets a core only when no other thread wants it and gives it up at
-// once to any that wakes. Cooperative code revoked for an urgent thread
-// comes back at its next preemption point, within microseconds, and is
-// never demoted. The thread is the right one because the goroutine is
+// computed detached for staleAfter of processor time to Linux's idle class
+// (SCHED_IDLE), which gets a core only when no other thread wants it and
+// gives it up at once to any that wakes. Cooperative code revoked for an
+// urgent thread comes back at its next preemption point, within
+// microseconds of running, and is never demoted. The thread is the right one because the goroutine is
 // locked to it (tid, learned once per lock: a system call per park). The
 // protocol, on top of the one above:
 //   - Before its swap to modeUser, the holder stores its thread's id in
@@ -152,23 +152,36 @@ type detachedList struct {
 	gors []*gor
 }
 
-// add puts g, just revoked as computing, in the list.
+// add puts g, just revoked as computing, in the list, with the processor
+// time its OS thread has used so far.
 func (l *detachedList) add(g *gor) {
+	cpu := threadCPU(g.tid.Load())
 	l.mu.Lock()
+	g.detCPU = cpu
 	l.gors = append(l.gors, g)
 	l.mu.Unlock()
 }
 
-// demote demotes the OS threads of the goroutines that have computed
-// detached since before since; the ticker calls it.
-func (l *detachedList) demote(since int64) {
+// demote demotes the OS threads of the goroutines that have computed for
+// staleAfter since they were detached, at now; the ticker calls it. It
+// counts processor time, not time: a goroutine of cooperative code that
+// the OS has not run since (its core was taken by the very thread that
+// revoked it) is not stuck, and comes back at its next point. Where the
+// processor time is not known, time since the revocation counts.
+func (l *detachedList) demote(now int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range l.gors {
-		if !g.demoted && g.detSince.Load() < since {
-			if tid := g.tid.Load(); tid != 0 {
-				g.demoted = demote(tid)
-			}
+		tid := g.tid.Load()
+		if g.demoted || tid == 0 {
+			continue
+		}
+		ran := now - g.detSince.Load()
+		if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
+			ran = cpu - g.detCPU
+		}
+		if ran >= int64(staleAfter) {
+			g.demoted = demote(tid)
 		}
 	}
 }

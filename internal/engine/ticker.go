@@ -28,7 +28,8 @@ import (
 //   - Whether the stuck goroutine computes or blocks decides what its
 //     detached thread costs (a P, a core). Where Linux tells the processor
 //     time of its OS thread (threadCPU), the watchdog reads it every tick
-//     of a stall: a thread that ran an eighth of the time or more computes.
+//     of a stall: a thread that ran an eighth of the time or more, or that
+//     is runnable (state R) when it looks, computes.
 //     Elsewhere it guesses: computing if somebody waits, blocked if a round
 //     went by unasked. A computing detached thread is demoted after
 //     staleAfter (revoke.go).
@@ -106,18 +107,20 @@ type watch struct {
 }
 
 // computing samples the processor time of h's OS thread at now and reports
-// whether the thread ran an eighth of the time since the previous sample or
-// more: a blocked thread runs next to nothing, a computing one at least its
-// share of a core among the process's other runnable threads. known is
-// false if either sample is missing (no thread id, another OS).
+// whether the thread computes: it ran an eighth of the time since the
+// previous sample or more, or it is runnable now (on a machine that other
+// processes keep busy, a computing thread may get less). A blocked
+// goroutine's locked thread sleeps in the kernel and runs next to nothing.
+// known is false if either sample is missing (no thread id, another OS).
 func (wt *watch) computing(h *gor, now int64) (busy, known bool) {
-	cpu := threadCPU(h.tid.Load())
+	tid := h.tid.Load()
+	cpu := threadCPU(tid)
 	prev, at := wt.cpu, wt.at
 	wt.cpu, wt.at = cpu, now
 	if cpu < 0 || prev < 0 {
 		return false, false
 	}
-	return 8*(cpu-prev) >= now-at, true
+	return 8*(cpu-prev) >= now-at || threadRunnable(tid), true
 }
 
 func (tk *ticker) run(rt *Runtime) {
@@ -190,7 +193,7 @@ func (tk *ticker) run(rt *Runtime) {
 			}
 		}
 		if rt.demote && rt.detBusy.Load() > 0 {
-			rt.detached.demote(now - int64(staleAfter))
+			rt.detached.demote(now)
 		}
 		calm = tk.fitPs(rt, calm, roundTicks)
 	}
