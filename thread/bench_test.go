@@ -139,15 +139,7 @@ func BenchmarkFibCutoff(b *testing.B) {
 func BenchmarkAwaitResponse(b *testing.B) {
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("P=%d", procs), func(b *testing.B) {
-			o := fairness.NewOrder()
-			hi, lo := o.New("interactive"), o.New("compute")
-			if err := o.Less(lo, hi); err != nil {
-				b.Fatal(err)
-			}
-			crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, lo: 50})
-			if err != nil {
-				b.Fatal(err)
-			}
+			hi, lo, crit := halves(b)
 			rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
 			if err != nil {
 				b.Fatal(err)
@@ -429,6 +421,20 @@ func fibForkCutoff(c *thread.Ctx, n int) int {
 	return a + b
 }
 
+// halves gives two priorities, lo below hi, with half the processors each.
+func halves(b *testing.B) (hi, lo fairness.Priority, c *fairness.Criterion) {
+	o := fairness.NewOrder()
+	hi, lo = o.New("hi"), o.New("lo")
+	if err := o.Less(lo, hi); err != nil {
+		b.Fatal(err)
+	}
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, lo: 50})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return hi, lo, c
+}
+
 // BenchmarkShareBesideLibraryCalls: fib(32) forking above n = 20 at high
 // priority beside two low-priority threads that sort a million keys in a
 // loop with no fairly call inside (a library call), criterion 50-50, P = 2;
@@ -444,15 +450,7 @@ func BenchmarkShareBesideLibraryCalls(b *testing.B) {
 	}
 	for _, keep := range []bool{false, true} {
 		b.Run(fmt.Sprintf("keep=%v", keep), func(b *testing.B) {
-			o := fairness.NewOrder()
-			hi, lo := o.New("hi"), o.New("lo")
-			if err := o.Less(lo, hi); err != nil {
-				b.Fatal(err)
-			}
-			c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{hi: 50, lo: 50})
-			if err != nil {
-				b.Fatal(err)
-			}
+			hi, lo, c := halves(b)
 			rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c, KeepOSPriority: keep})
 			if err != nil {
 				b.Fatal(err)
