@@ -112,8 +112,9 @@ const (
 // processor time over every thread of the process, so the thread that woke
 // for the network poller owed a few ms as often as not, and the top
 // priority's reply waited for it (measured in docs/design.md, "Go Ps and OS
-// scheduling"). A lock costs two field writes; the goroutine lets go of
-// its thread before it parks, so hand-offs between goroutines stay the
+// scheduling"). A lock costs two field writes and, for demotion below, a
+// system call for the thread's id; the goroutine lets go of its thread
+// before it parks, so hand-offs between goroutines stay the
 // cheap ones Go makes on one OS thread, and before it runs an Await-ed call
 // (Suspend), which may block. Thread code that blocks outside Await (a
 // channel, a mutex) parks its OS thread with it; Go runs the P on another.
