@@ -131,9 +131,11 @@ const (
 // locked to it (tid, learned once per lock: a system call per park). The
 // protocol, on top of the one above:
 //   - Before its swap to modeUser, the holder stores its thread's id in
-//     tid (lock). A revoker that wins puts a computing goroutine in
-//     Runtime.detached; the goroutine takes itself out when it comes back
-//     (settle), before it can let go of its thread. The ticker demotes
+//     tid (lock). A revoker that detaches a computing goroutine puts it in
+//     Runtime.detached in the same critical section as its winning swap
+//     (swap); the goroutine takes itself out when it comes back (settle),
+//     under the same lock, so never before it was put in, and before it
+//     can let go of its thread. The ticker demotes
 //     only goroutines in that list, holding its lock, so a demoted thread
 //     is still locked to its goroutine, which learns of the demotion in
 //     settle under the same lock.
@@ -153,14 +155,25 @@ type detachedList struct {
 	gors []*gor
 }
 
-// add puts g, just revoked as computing, in the list, with the processor
-// time its OS thread has used so far.
-func (l *detachedList) add(g *gor) {
-	cpu := threadCPU(g.tid.Load())
+// swap is the revoker's compare-and-swap of h's mode from m to
+// modeRevoked. If it wins and listed says so, h goes into the list, with
+// the processor time its OS thread has used so far, in the same critical
+// section: h takes the lock in settle, so it cannot come back and settle
+// before it is listed (a stale entry would later demote whatever thread h
+// is locked to then, and h would hand that thread back to Go's pool).
+func (l *detachedList) swap(h *gor, m uint32, listed bool) bool {
+	if !listed {
+		return h.mode.CompareAndSwap(m, modeRevoked)
+	}
+	cpu := threadCPU(h.tid.Load())
 	l.mu.Lock()
-	g.detCPU = cpu
-	l.gors = append(l.gors, g)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if !h.mode.CompareAndSwap(m, modeRevoked) {
+		return false
+	}
+	h.detCPU = cpu
+	l.gors = append(l.gors, h)
+	return true
 }
 
 // demote demotes the OS threads of the goroutines that have computed for
@@ -294,7 +307,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if !policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below)) {
 		h.detBusy.Store(busy) // read by h only after the swap below succeeded
 		h.detSince.Store(rt.now())
-		won = h.mode.CompareAndSwap(m, modeRevoked)
+		won = rt.detached.swap(h, m, busy && rt.demote)
 	}
 	w.detMu.Unlock()
 	if !won {
@@ -323,9 +336,6 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	rt.suspended.Add(1)
 	if busy {
 		rt.detBusy.Add(1) // the ticker finds it a P (ticker.go)
-		if rt.demote {
-			rt.detached.add(h)
-		}
 	}
 	v.attn.Store(1)
 	return v
