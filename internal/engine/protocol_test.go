@@ -443,3 +443,20 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	t.Logf("hogs started %d, rescues %d, preemptions %d", hogs, rt.Totals().Rescues, rt.Totals().Preemptions)
 	require.NoError(t, err, "the top-priority thread waited for a hog's call to end")
 }
+
+// A thread's processor time is in the totals as soon as a Wait for it
+// returns, even when its worker has not switched priority since.
+func TestFinishedThreadCharged(t *testing.T) {
+	rt, lo, _ := levels(t, 1, 50, 50)
+	for range 5 {
+		submit(t, rt, lo, func(p *Task) {
+			for end := time.Now().Add(5 * time.Millisecond); time.Now().Before(end); {
+				p.Yield()
+			}
+		}).Wait()
+	}
+	r, err := rt.Rank(lo)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rt.Totals().CPU[r], 20*time.Millisecond,
+		"five threads of 5 ms each are charged once waited for")
+}
