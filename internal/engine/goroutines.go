@@ -413,9 +413,13 @@ func (g *gor) run(t *Task) {
 	g.enter(t)
 	g.promoteOrphans(g.w)
 	g.end(floor)
-	// Charge the worker's time so far before anyone learns that t is done:
-	// Stats read after a Wait then count t's processor time.
-	g.w.charge(g.w.rt.now())
+	if t.root {
+		// Charge the worker's time so far before anyone learns that t is
+		// done: Stats read after a Wait then count t's processor time. Only
+		// for submitted threads, the ones a Wait can be for: a clock read
+		// per fork would cost more than the fork.
+		g.w.charge(g.w.rt.now())
+	}
 	t.finish(g.w)
 }
 
