@@ -114,9 +114,9 @@ const (
 // priority's reply waited for it (measured in docs/design.md, "Go Ps and OS
 // scheduling"). A lock costs two field writes and, for demotion below, a
 // system call for the thread's id; the goroutine lets go of its thread
-// before it parks, so hand-offs between goroutines stay the
-// cheap ones Go makes on one OS thread, and before it runs an Await-ed call
-// (Suspend), which may block. Thread code that blocks outside Await (a
+// before it parks, so that hand-offs between goroutines stay the cheap ones
+// Go makes on one OS thread, and before it runs an Await-ed call (Suspend),
+// which may block. Thread code that blocks outside Await (a
 // channel, a mutex) parks its OS thread with it; Go runs the P on another.
 //
 // Demotion. A detached goroutine that computes competes with the workers
@@ -127,18 +127,17 @@ const (
 // (SCHED_IDLE), which gets a core only when no other thread wants it and
 // gives it up at once to any that wakes. Cooperative code revoked for an
 // urgent thread comes back at its next preemption point, within
-// microseconds of running, and is never demoted. The thread is the right one because the goroutine is
-// locked to it (tid, learned once per lock: a system call per park). The
-// protocol, on top of the one above:
+// microseconds of running, and is never demoted. The thread is the right
+// one because the goroutine is locked to it (tid, learned once per lock: a
+// system call per park). The protocol, on top of the one above:
 //   - Before its swap to modeUser, the holder stores its thread's id in
 //     tid (lock). A revoker that detaches a computing goroutine puts it in
 //     Runtime.detached in the same critical section as its winning swap
 //     (swap); the goroutine takes itself out when it comes back (settle),
 //     under the same lock, so never before it was put in, and before it
-//     can let go of its thread. The ticker demotes
-//     only goroutines in that list, holding its lock, so a demoted thread
-//     is still locked to its goroutine, which learns of the demotion in
-//     settle under the same lock.
+//     can let go of its thread. The ticker demotes only goroutines in that
+//     list, holding its lock, so a demoted thread is still locked to its
+//     goroutine, which learns of the demotion in settle.
 //   - Linux lets a process promote its threads again only with CAP_SYS_NICE
 //     or RLIMIT_NICE. Without, the goroutine stays locked to the demoted
 //     thread (pinned) until its thread ends; then it exits locked, and Go

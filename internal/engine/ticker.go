@@ -178,13 +178,7 @@ func (tk *ticker) run(rt *Runtime) {
 			// RevokeBlocked: nobody waits, but a round went by; it is blocked,
 			// most likely, and costs no processor detached. Where the
 			// processor time of its OS thread is known, that tells.
-			verdict := policy.Watchdog(wt.ticks, roundTicks, demand)
-			if verdict != policy.Wait && known {
-				verdict = policy.RevokeBlocked
-				if computing {
-					verdict = policy.RevokeBusy
-				}
-			}
+			verdict := policy.Measured(policy.Watchdog(wt.ticks, roundTicks, demand), known, computing)
 			if verdict != policy.Wait {
 				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
 				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {

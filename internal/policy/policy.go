@@ -363,6 +363,21 @@ func Watchdog(ticks, roundTicks int, demand bool) int {
 	return Wait
 }
 
+// Measured corrects a verdict of Watchdog with what the OS tells of the
+// stuck thread, where it tells (known): a revocation is RevokeBusy if the
+// thread computes and RevokeBlocked if it does not, whoever waits. The
+// guess from demand alone cost a library call its P and its demotion after
+// a round unasked.
+func Measured(verdict int, known, computing bool) int {
+	switch {
+	case verdict == Wait || !known:
+		return verdict
+	case computing:
+		return RevokeBusy
+	}
+	return RevokeBlocked
+}
+
 // WatchdogRank is the below rank the watchdog revokes with (RefuseRevoke):
 // above every rank, so whatever the worker runs.
 const WatchdogRank = 1 << 30

@@ -142,6 +142,10 @@ func TestWatchdog(t *testing.T) {
 	assert.Equal(t, RevokeBusy, Watchdog(StallTicks, rt, true))
 	assert.Equal(t, Wait, Watchdog(StallTicks, rt, false))
 	assert.Equal(t, RevokeBlocked, Watchdog(rt, rt, false))
+	assert.Equal(t, Wait, Measured(Wait, true, true), "no revocation yet")
+	assert.Equal(t, RevokeBlocked, Measured(RevokeBlocked, false, false), "not known: the guess stands")
+	assert.Equal(t, RevokeBusy, Measured(RevokeBlocked, true, true), "unasked, but it computes")
+	assert.Equal(t, RevokeBlocked, Measured(RevokeBusy, true, false), "asked for, but it blocks")
 }
 
 func TestPromote(t *testing.T) {
