@@ -49,8 +49,10 @@ type PriorityStats struct {
 
 // Stats returns the counters of the runtime. Processor time of a thread
 // that is running now is counted up to the last change of priority on its
-// worker, so a snapshot may lag by the length of the current stretch. A
-// Runtime that New did not make has zero Stats.
+// worker, so a snapshot may lag by the length of the current stretch; a
+// thread started from outside (thread.Go, thread.Run) is counted in full
+// once a Wait for it has returned. A Runtime that New did not make has zero
+// Stats.
 func (rt *Runtime) Stats() Stats {
 	if !rt.started() {
 		return Stats{}
