@@ -76,6 +76,8 @@ func NewRuntimeCollector(rt StatsSource) *RuntimeCollector {
 				func(s runtime.Stats) uint64 { return s.Preemptions }),
 			counter("rescues_total", "Workers taken from a goroutine stuck in a thread's code and given to a new one.",
 				func(s runtime.Stats) uint64 { return s.Rescues }),
+			counter("seizures_total", "Workers whose token a resumed thread of higher priority took at once from a goroutine running lower-priority code.",
+				func(s runtime.Stats) uint64 { return s.Seizures }),
 			counter("promotions_total", "Lazy forks made real threads, and parallel loops split, so that another worker could take the work.",
 				func(s runtime.Stats) uint64 { return s.Promotions }),
 		},

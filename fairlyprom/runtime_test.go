@@ -56,7 +56,7 @@ func TestRuntimeCollectorExportsStats(t *testing.T) {
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	assert.Empty(t, problems, "metric names and help follow Prometheus' conventions")
-	assert.Equal(t, 2+4*len(s.Priorities)+8, testutil.CollectAndCount(c))
+	assert.Equal(t, 2+4*len(s.Priorities)+9, testutil.CollectAndCount(c))
 
 	const shares = `
 # HELP fairly_runtime_procs Workers of the runtime: threads that run at once.
@@ -93,6 +93,7 @@ fairly_runtime_share_ratio{priority="ui"} 0.75
 		"fairly_runtime_donations_total":      s.Donations,
 		"fairly_runtime_preemptions_total":    s.Preemptions,
 		"fairly_runtime_rescues_total":        s.Rescues,
+		"fairly_runtime_seizures_total":       s.Seizures,
 		"fairly_runtime_promotions_total":     s.Promotions,
 	} {
 		assert.Equal(t, float64(want), got[name], name)

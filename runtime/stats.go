@@ -29,6 +29,11 @@ type Stats struct {
 	// (a call with no preemption point, or a block outside Await) and given
 	// to a new one; see docs/design.md.
 	Rescues uint64
+	// Seizures counts workers whose token a thread resumed after Await or
+	// Sleep took at once from a goroutine running a lower priority's code,
+	// which the worker would have preempted for it at its next preemption
+	// point anyway; see docs/design.md, "Promptness beyond the paper".
+	Seizures uint64
 	// Promotions counts lazy forks made real threads, and parallel loops
 	// split, so that another worker could take the work (docs/design.md).
 	Promotions uint64
@@ -63,7 +68,7 @@ func (rt *Runtime) Stats() Stats {
 		Procs: rt.e.Procs(), Elapsed: t.Elapsed,
 		Rounds: t.Rounds, DealsSent: t.DealsSent, DealsReceived: t.DealsReceived,
 		Requests: t.Requests, Donations: t.Donations, Preemptions: t.Preemptions,
-		Rescues: t.Rescues, Promotions: t.Promotions,
+		Rescues: t.Rescues, Seizures: t.Seizures, Promotions: t.Promotions,
 	}
 	var total time.Duration
 	for r, p := range rt.e.Ranks() {

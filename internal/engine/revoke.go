@@ -60,6 +60,14 @@ import (
 //     or Sleep, or submitted) when every worker that could run it soonest
 //     runs a lower priority and has not passed a preemption point for
 //     staleAfter: the arriving goroutine takes the token at once;
+//   - by a thread resumed after Await or Sleep whose goroutine finds a
+//     worker that runs a lower priority's code and would switch to the
+//     resumed thread's priority at its next point (policy.Seizes): the
+//     goroutine, running already, takes the token and carries on as the
+//     worker's holder (takeOver). The holder, cooperative as a rule, comes
+//     back at its next point and queues its thread again, as after any
+//     revocation; the resumed thread skips a goroutine switch and Go's
+//     wake-up of an OS thread for it;
 //   - by the watchdog (ticker.go) when a worker has not passed a preemption
 //     point for policy.StallTicks ticks and someone waits for it (threads
 //     queued in its banks, inbox or mailboxes, a request, an idle worker that
@@ -278,6 +286,9 @@ func (g *gor) reattach(t *Task) {
 	w := g.w
 	g.w = nil
 	g.mode.Store(modeSched)
+	if g.seized.Swap(false) {
+		g.rt.detSeized.Add(-1)
+	}
 	if g.detBusy.Load() {
 		g.rt.detached.settle(g)
 		// Its thread computed detached: charge that time to its priority,
@@ -290,10 +301,13 @@ func (g *gor) reattach(t *Task) {
 
 // revoke takes the token of h, the holder of w, if h runs a thread's code of
 // a rank below below and w's detached goroutines allow it; busy says h may
-// be computing (it will then be found a P of its own) rather than blocked.
+// be computing (it will then be found a P of its own) rather than blocked,
+// and seize that a resumed thread takes the token from cooperative code,
+// which will be back at its next point (takeOver).
 // On success it returns the worker h held, whose owner state the caller now
-// owns and must give to a new holder.
-func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
+// owns and must give to a new holder; the caller counts the revocation in
+// that worker's statistics (a rescue or a seizure).
+func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy, seize bool) *worker {
 	if h == nil {
 		return nil
 	}
@@ -305,6 +319,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	won := false
 	if !policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below)) {
 		h.detBusy.Store(busy) // read by h only after the swap below succeeded
+		h.seized.Store(busy && seize)
 		h.detSince.Store(rt.now())
 		won = rt.detached.swap(h, m, busy && rt.demote)
 	}
@@ -331,10 +346,12 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	}
 	v.detMu.Unlock()
 	v.takeLazy(h)
-	v.stats.rescues.Add(1)
 	rt.suspended.Add(1)
 	if busy {
 		rt.detBusy.Add(1) // the ticker finds it a P (ticker.go)
+		if seize {
+			rt.detSeized.Add(1)
+		}
 	}
 	v.attn.Store(1)
 	return v
@@ -369,21 +386,33 @@ func (w *worker) detachEnded(busy bool) {
 }
 
 // takeOver gives g, whose thread of rank r is ready, a token at once if
-// that costs nobody a wait: that of a sleeping worker, or that of a worker
-// that has been running a lower priority without a preemption point for
-// staleAfter (revoked). The sleeping or revoked goroutine stays with the
-// worker as a spare, or goes on detached.
+// that costs nobody a wait: that of a sleeping worker, or, by revocation,
+// that of a worker that runs a lower priority's code and either would
+// switch to r at its next point (policy.Seizes) or has not passed a point
+// for staleAfter. The sleeping goroutine stays with the worker as a spare;
+// the revoked one goes on detached until its next point. Workers are tried
+// from a rotating start, as in steer, so that seizures spread.
 func (rt *Runtime) takeOver(g *gor, r int32) bool {
 	if w := rt.takeSleeper(); w != nil {
 		rt.adopt(g, w)
 		return true
 	}
 	now := rt.now()
-	for _, w := range rt.workers {
-		if now-w.lastService.Load() < int64(staleAfter) {
+	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
+	ws := rt.workers
+	start := int(rt.steerSeq.Add(1))
+	for i := range ws {
+		w := ws[(start+i)%len(ws)]
+		stale := now-w.lastService.Load() >= int64(staleAfter)
+		if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
 			continue
 		}
-		if v := rt.revoke(w, w.holder.Load(), r, true); v != nil {
+		if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
+			if stale {
+				v.stats.rescues.Add(1)
+			} else {
+				v.stats.seizures.Add(1)
+			}
 			rt.adopt(g, v)
 			return true
 		}

@@ -82,6 +82,7 @@ type Runtime struct {
 	sliced    bool         // holds a share of the process's short time slices
 	extraPs   int          // Ps reserved for detached threads; the ticker's adjust's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
+	detSeized atomic.Int32 // those of them detached by a seizure (takeOver)
 	detached  detachedList // those of them that may be demoted (revoke.go)
 	public    any          // the *runtime.Runtime that wraps this engine
 }

@@ -568,7 +568,8 @@ func (rt *Runtime) steer(it item) {
 	}
 	best.give(it)
 	if policy.SteerRevokes(bestScore) {
-		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {
+		if v := rt.revoke(best, best.holder.Load(), r, true, false); v != nil {
+			v.stats.rescues.Add(1)
 			rt.newGor().start(v)
 		}
 	}

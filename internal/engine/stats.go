@@ -16,6 +16,7 @@ type workerStats struct {
 	donations     atomic.Uint64
 	preemptions   atomic.Uint64
 	rescues       atomic.Uint64
+	seizures      atomic.Uint64
 	promotions    atomic.Uint64
 }
 
@@ -31,6 +32,7 @@ type Totals struct {
 	PrimaryRounds                               []uint64
 	Rounds, DealsSent, DealsReceived, Requests  uint64
 	Donations, Preemptions, Rescues, Promotions uint64
+	Seizures                                    uint64
 }
 
 // Totals sums the workers' counters. Processor time of a thread that is
@@ -51,6 +53,7 @@ func (rt *Runtime) Totals() Totals {
 		s.Donations += st.donations.Load()
 		s.Preemptions += st.preemptions.Load()
 		s.Rescues += st.rescues.Load()
+		s.Seizures += st.seizures.Load()
 		s.Promotions += st.promotions.Load()
 	}
 	return s

@@ -48,6 +48,9 @@ type ticker struct {
 	ps    chan int      // extra Ps wanted, the latest only; to adjust
 	psEnd chan struct{} // closed when adjust has returned
 	asked int           // the extra Ps last asked for; the ticker's
+	// seized says the last tick saw goroutines detached by a seizure; the
+	// ticker's.
+	seized bool
 }
 
 func startTicker(rt *Runtime) *ticker {
@@ -181,7 +184,8 @@ func (tk *ticker) run(rt *Runtime) {
 			verdict := policy.Measured(policy.Watchdog(wt.ticks, roundTicks, demand), known, computing)
 			if verdict != policy.Wait {
 				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
-				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {
+				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy, false); v != nil {
+					v.stats.rescues.Add(1)
 					rt.newGor().start(v)
 				}
 			}
@@ -218,12 +222,23 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 
 // fitPs asks for one extra P per detached thread that may compute (at most
 // Procs): more at once, fewer after calm reaches roundTicks ticks of fewer.
-// It returns the new calm count.
+// It returns the new calm count. Goroutines detached by a seizure count only
+// when the tick before saw some too: they ran cooperative code and are back
+// at their next point, microseconds later, and each change of GOMAXPROCS
+// stops the world; a tick that happened to see one must not cost two stops
+// (up, and down a round later). At 50 seizures a second that took an
+// Await-ed event's p99 at P = 1 from 1.4 to 1.9 ms.
 func (tk *ticker) fitPs(rt *Runtime, calm, roundTicks int) int {
 	if rt.reserved == 0 {
 		return 0 // KeepGOMAXPROCS
 	}
-	want := min(int(rt.detBusy.Load()), len(rt.workers))
+	seized := int(rt.detSeized.Load())
+	want := int(rt.detBusy.Load())
+	if !tk.seized {
+		want -= seized
+	}
+	tk.seized = seized > 0
+	want = min(max(want, 0), len(rt.workers))
 	switch {
 	case want > tk.asked:
 		tk.ask(want)

@@ -328,6 +328,21 @@ func SteerScore(r, running, primary int, asleep, stale bool) int {
 	return score
 }
 
+// Seizes reports whether a thread of rank r that becomes ready on a running
+// goroutine (resumed after Await, Sleep or a blocked call) takes the token
+// of a worker that runs thread code of a lower rank (running), at once,
+// instead of queueing for the worker's next preemption point: when r is
+// the worker's primary rank, or r may borrow the round (lends: r has a
+// share and borrowing is on). The worker would switch to r at that point
+// anyway, unless r's prompt budget of the round is spent, which the new
+// holder's first point checks. Queueing costs a goroutine switch on top,
+// and Go's wake-up of a spare OS thread for it made that switch take about
+// 30 µs at the median with both cores busy (docs/results.md, "A resumed
+// thread takes its worker at once").
+func Seizes(r, running, primary int, lends bool) bool {
+	return running >= 0 && running < r && (primary == r || r > primary && lends)
+}
+
 // SteerRevokes reports whether the best steering score says every worker is
 // stale: the chosen one's token is then revoked for the arriving thread.
 func SteerRevokes(best int) bool { return best < revokeBelow }

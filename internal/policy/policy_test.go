@@ -134,6 +134,19 @@ func TestSteer(t *testing.T) {
 	assert.False(t, SteerRevokes(lowest))
 }
 
+// A resumed thread seizes a worker that runs a lower rank's code and would
+// switch to it: its primary rank, or a rank that may borrow.
+func TestSeizes(t *testing.T) {
+	const r = 2
+	assert.True(t, Seizes(r, 0, r, false), "its primary rank")
+	assert.True(t, Seizes(r, 1, 0, true), "may borrow the round")
+	assert.False(t, Seizes(r, 1, 0, false), "no share to borrow with")
+	assert.False(t, Seizes(r, 0, 3, true), "a higher primary rank's round")
+	assert.False(t, Seizes(r, r, r, true), "runs the same rank")
+	assert.False(t, Seizes(r, 3, r, true), "runs a higher rank")
+	assert.False(t, Seizes(r, NoRank, r, true), "in the scheduler, not in thread code")
+}
+
 func TestWatchdog(t *testing.T) {
 	rt := RoundTicks(5_000_000, 1_000_000)
 	assert.Equal(t, 5, rt)
