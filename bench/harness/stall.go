@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -117,8 +118,12 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 		herr := waitHogs()
 		return closeAll(herr, closeEcho(nil, echo, rec))
 	}
-	if sys == sysGoroutines {
-		_, err := withProcs(procs, func() (struct{}, error) {
+	if sys == sysGoroutines || sys == sysTuned {
+		goProcs := procs
+		if sys == sysTuned {
+			goProcs++ // a P for the network poller while the calls compute
+		}
+		_, err := withProcs(goProcs, func() (struct{}, error) {
 			echo, err := s.cfg.startNetEcho(interactive.ServeNetGoroutines, s.cfg.fixedScript())
 			if err != nil {
 				return struct{}{}, err
@@ -127,6 +132,12 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 			if load.call != nil {
 				for i := range procs {
 					wg.Go(func() {
+						if sys == sysTuned {
+							// Locked for good: the goroutine ends locked, and
+							// Go ends its demoted thread with it.
+							goruntime.LockOSThread()
+							idleThread()
+						}
 						if i == 0 {
 							hog()
 						} else {
@@ -176,11 +187,15 @@ func otherHog(stop *atomic.Bool, load stallLoad, in any) {
 	}
 }
 
+// stallSystems are the stall experiment's systems, in the order of its
+// table and chart.
+var stallSystems = []string{sysFairly, sysGoroutines, sysTuned}
+
 func stallTable(res *Results) Section {
 	t := table{head: append([]string{"library call", "P", "system", "call (ms)", "calls", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}, partsHead...)}
 	for _, p := range res.Procs {
 		for _, l := range stallLoads {
-			for _, sys := range []string{sysFairly, sysGoroutines} {
+			for _, sys := range stallSystems {
 				rec := res.find(Record{Kind: kindStall, Kernel: l.name, Procs: p, System: sys})
 				if rec == nil {
 					continue
@@ -202,7 +217,9 @@ func stallTable(res *Results) Section {
 		Title: "Stall: echo beside library code that never calls fairly",
 		Text: fmt.Sprintf("P low-priority threads (goroutines) each repeat a library call with no preemption point inside while the driver replays %v of requests at %g/s "+
 			"against a network echo at high priority, criterion 50-0-50; idle runs the echo alone. Input: %d MiB. Loads: %s. "+
-			"The call time and count are one hog's. ",
+			"The call time and count are one hog's. Goroutines: the same calls on plain goroutines (GOMAXPROCS = P) and a plain-Go echo; "+
+			"goroutines, tuned: the best we know by hand for plain Go (each call's goroutine locked to its OS thread and that thread SCHED_IDLE, "+
+			"GOMAXPROCS = P + 1; Linux), the floor this machine gives an echo beside such calls. ",
 			res.EchoFor, res.EchoRate, res.StallMiB, joinLoads(loads)) + partsText,
 		Table: t.String(),
 		Chart: "stall.png",
@@ -236,7 +253,7 @@ func drawStall(res *Results, path string) error {
 	ys := []float64{1}
 	i := 0
 	for _, procs := range res.Procs {
-		for _, sys := range []string{sysFairly, sysGoroutines} {
+		for _, sys := range stallSystems {
 			var pts spreadPoints
 			for x, l := range stallLoads {
 				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {

@@ -46,10 +46,14 @@ const (
 	coarseCutoff = 12
 )
 
-// Systems of table5.
+// Systems of table5 and stall.
 const (
 	sysFairly     = "fairly"
 	sysGoroutines = "goroutines"
+	// sysTuned is plain Go tuned by hand for the stall experiment: each
+	// library call's goroutine locked to its OS thread and that thread
+	// demoted to SCHED_IDLE, one Go P more than the calls (Linux only).
+	sysTuned = "goroutines, tuned"
 )
 
 // Record holds the raw measurements of one setting.
@@ -252,6 +256,12 @@ func (s *suite) plan() []step {
 			l := stallLoadNamed("sort")
 			steps = append(steps, step{name: fmt.Sprintf("stall %s goroutines P=%d", l.name, p), stall: true, baseline: true,
 				run: func() (*Record, error) { return s.stall(l, sysGoroutines, p) }})
+			if canIdleThreads {
+				for _, l := range stallLoads[1:] {
+					steps = append(steps, step{name: fmt.Sprintf("stall %s tuned goroutines P=%d", l.name, p), stall: true, baseline: true,
+						run: func() (*Record, error) { return s.stall(l, sysTuned, p) }})
+				}
+			}
 		}
 	}
 	if cfg.needs("http") {
