@@ -52,6 +52,11 @@ type gor struct {
 	tid     atomic.Int32
 	demoted bool
 	detCPU  int64
+	// held is the worker whose token g was given last (start, resume,
+	// adopt). While g runs thread code it holds that token, so a revoker
+	// that wins the swap of g's mode learns from it which worker it took,
+	// whatever a worker's holder word still says (see revoke).
+	held atomic.Pointer[worker]
 
 	// Private to the goroutine and written at every fork and preemption
 	// point: padded off the fields above and off neighbouring objects, so
@@ -100,6 +105,7 @@ func (rt *Runtime) record() *gor {
 func (g *gor) start(w *worker) {
 	if w != nil {
 		g.w = w
+		g.held.Store(w)
 		w.holder.Store(g)
 	}
 	go g.main()
@@ -285,6 +291,7 @@ func (g *gor) park() {
 func (g *gor) resume(w *worker) {
 	g.w = w
 	if w != nil {
+		g.held.Store(w)
 		w.holder.Store(g)
 	}
 	g.wake <- struct{}{}

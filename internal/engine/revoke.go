@@ -328,17 +328,15 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy, seize bool) *wor
 		return nil // a second computing goroutine at that level would not help, or h came back
 	}
 	// h is frozen out of owner state now, and nobody hands it a token while
-	// it runs a thread's code, so the worker whose holder it is now is the
-	// one it held at the swap: w, unless the token moved between our looks.
-	// (h.w would name it too, but h clears that as soon as it sees the swap.)
-	v := w
-	if w.holder.Load() != h {
-		for _, x := range rt.workers {
-			if x.holder.Load() == h {
-				v = x
-			}
-		}
-	}
+	// it runs a thread's code, so the worker we took is the one it was
+	// given last: h.held. Not necessarily w: w's holder word may still name
+	// h after another revoker took w from h and before it stored the new
+	// holder, while h, back already, runs thread code holding another
+	// worker (the swap cannot tell one stretch of thread code from the
+	// next); taking w then gave w two holders and left the other worker
+	// with none. (h.w names the same worker, but h writes it without
+	// synchronisation as soon as it sees the swap.)
+	v := h.held.Load()
 	v.detMu.Lock()
 	if busy {
 		v.detBusy++
@@ -423,6 +421,7 @@ func (rt *Runtime) takeOver(g *gor, r int32) bool {
 // adopt makes g the holder of w, whose token was free for the taking.
 func (rt *Runtime) adopt(g *gor, w *worker) {
 	g.w = w
+	g.held.Store(w)
 	w.holder.Store(g)
 	w.attn.Store(1) // look at the inbox and mailboxes soon
 	rt.moves.Add(1)
