@@ -132,6 +132,41 @@ func BenchmarkFibCutoff(b *testing.B) {
 	}
 }
 
+// busyLow starts a runtime of procs workers, criterion 50/50, whose low
+// priority runs fib(25) (spawning at every call) over and over on every
+// worker; stop ends the load and waits for it.
+func busyLow(b *testing.B, procs int) (rt *runtime.Runtime, hi fairness.Priority, stop func()) {
+	hi, lo, crit := halves(b)
+	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	var done atomic.Bool
+	load := thread.Go(rt, lo, func(c *thread.Ctx) int {
+		for !done.Load() {
+			fib(c, 25)
+		}
+		return 0
+	})
+	time.Sleep(20 * time.Millisecond)
+	return rt, hi, func() {
+		done.Store(true)
+		if _, err := load.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportLatency reports the median and 99th percentile of lat in µs.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+}
+
 // BenchmarkAwaitResponse: a high-priority thread Awaits events sent by an
 // ordinary goroutine every 2 ms while low-priority fib (spawning at every
 // call) keeps every worker busy, criterion 50/50. Reports the median and
@@ -139,20 +174,7 @@ func BenchmarkFibCutoff(b *testing.B) {
 func BenchmarkAwaitResponse(b *testing.B) {
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("P=%d", procs), func(b *testing.B) {
-			hi, lo, crit := halves(b)
-			rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rt.Close()
-			var stop atomic.Bool
-			load := thread.Go(rt, lo, func(c *thread.Ctx) int {
-				for !stop.Load() {
-					fib(c, 25)
-				}
-				return 0
-			})
-			time.Sleep(20 * time.Millisecond)
+			rt, hi, stop := busyLow(b, procs)
 			events := make(chan time.Time)
 			lat := make([]time.Duration, 0, b.N)
 			resp := thread.Go(rt, hi, func(c *thread.Ctx) int {
@@ -175,15 +197,8 @@ func BenchmarkAwaitResponse(b *testing.B) {
 			if _, err := resp.Wait(); err != nil {
 				b.Fatal(err)
 			}
-			stop.Store(true)
-			if _, err := load.Wait(); err != nil {
-				b.Fatal(err)
-			}
-			slices.Sort(lat)
-			if len(lat) > 0 {
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-			}
+			stop()
+			reportLatency(b, lat)
 			// The collector under fine-grained load: cycles per second and the
 			// longest stop-the-world pause any thread (the echo too) saw.
 			b.ReportMetric(float64(m1.NumGC-m0.NumGC)/b.Elapsed().Seconds(), "gc/s")
@@ -193,6 +208,41 @@ func BenchmarkAwaitResponse(b *testing.B) {
 			}
 			b.ReportMetric(float64(longest)/1e3, "max-gc-pause-µs")
 		})
+	}
+}
+
+// BenchmarkRunBusy: the latency of one Run of a trivial high-priority
+// thread from an ordinary goroutine, every 2 ms, while low-priority fib
+// keeps every worker busy (criterion 50/50), against Go followed by Wait,
+// which queues the thread for a worker. Run takes a worker that would
+// switch to the thread at its next point at once (a seizure); Go waits for
+// that point and for the hand-back. Reports p50 and p99 in µs.
+func BenchmarkRunBusy(b *testing.B) {
+	one := func(*thread.Ctx) int { return 1 }
+	for _, procs := range []int{1, 2} {
+		for _, mode := range []string{"run", "go+wait"} {
+			b.Run(fmt.Sprintf("P=%d/%s", procs, mode), func(b *testing.B) {
+				rt, hi, stop := busyLow(b, procs)
+				lat := make([]time.Duration, 0, b.N)
+				for b.Loop() {
+					time.Sleep(2 * time.Millisecond)
+					t0 := time.Now()
+					var err error
+					if mode == "run" {
+						_, err = thread.Run(rt, hi, one)
+					} else {
+						_, err = thread.Go(rt, hi, one).Wait()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				stop()
+				reportLatency(b, lat)
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }
 
@@ -339,9 +389,7 @@ func BenchmarkRunIdle(b *testing.B) {
 				}
 				lat = append(lat, time.Since(t0))
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			reportLatency(b, lat)
 			b.ReportMetric(0, "ns/op")
 		})
 	}

@@ -404,9 +404,10 @@ func prepare[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priorit
 }
 
 // Run starts f as a thread at priority p and waits for its result; it is Go
-// followed by Wait. When a worker is idle, the calling goroutine takes its
-// place and runs the thread itself, which saves two wake-ups of operating
-// system threads (about 0.1 ms; docs/results.md). Such a thread behaves as
+// followed by Wait. When a worker is idle, or runs a lower priority that
+// it would leave for p at its next preemption point, the calling goroutine
+// takes its place and runs the thread itself, which saves two wake-ups of
+// operating system threads (about 0.1 ms; docs/results.md). Such a thread behaves as
 // any other, except that runtime.Goexit in it ends the calling goroutine,
 // as a direct call would, where elsewhere Run returns ErrGoexit.
 func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
@@ -429,7 +430,8 @@ func RunContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Prio
 }
 
 // run is Run with context ctx (nil for none): on the calling goroutine if
-// a worker sleeps, else through Submit and a wait.
+// a worker sleeps or would switch to p at its next point, else through
+// Submit and a wait.
 func run[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
 	var zero T
 	h, err := prepare(ctx, rt, p, f)

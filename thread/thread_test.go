@@ -377,10 +377,12 @@ func TestWatchdogRescuesStalledWorker(t *testing.T) {
 		return true
 	})
 	<-spinning
-	_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+	// Submitted (Go, not Run): a Run from this goroutine would seize the
+	// worker itself, and the watchdog would have nothing to do.
+	_, err := thread.Go(rt, ps[0], func(c *thread.Ctx) int {
 		released.Store(true)
 		return 0
-	})
+	}).Wait()
 	require.NoError(t, err)
 	ok, err := spinner.Wait()
 	require.NoError(t, err)
@@ -446,6 +448,40 @@ func TestResumedThreadSeizesWorker(t *testing.T) {
 			assert.Positive(t, st.Seizures, "no resumed thread took its worker at once")
 		})
 	}
+}
+
+// TestRunSeizesWorker: Run from an ordinary goroutine runs its thread on
+// that goroutine, taking the token of a worker that runs lower-priority
+// cooperative code, rather than queueing it; every Run returns its thread's
+// result, and the displaced thread's work comes out whole.
+func TestRunSeizesWorker(t *testing.T) {
+	_, ps, c := three(t, 1, 0, 1)
+	rt := newRT(t, 1, c)
+	var stop atomic.Bool
+	batch := thread.Go(rt, ps[2], func(c *thread.Ctx) int {
+		bad := 0
+		for !stop.Load() {
+			if fib2(c, 20) != 6765 {
+				bad++
+			}
+		}
+		return bad
+	})
+	time.Sleep(5 * time.Millisecond) // the batch computes
+	runs := 0
+	for ; runs < 100 || rt.Stats().Seizures == 0 && runs < 10000; runs++ {
+		v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return fib2(c, 10) })
+		require.NoError(t, err)
+		require.Equal(t, 55, v)
+		time.Sleep(100 * time.Microsecond)
+	}
+	stop.Store(true)
+	bad, err := batch.Wait()
+	require.NoError(t, err)
+	assert.Zero(t, bad, "the displaced thread computed right")
+	st := rt.Stats()
+	t.Logf("seizures %d of %d runs, rescues %d", st.Seizures, runs, st.Rescues)
+	assert.Positive(t, st.Seizures, "no Run took the worker at once")
 }
 
 // TestCloseWaitsForWork: Close returns only after submitted threads,

@@ -133,12 +133,14 @@ func (g *gor) main() {
 }
 
 // RunHere runs t, prepared with Init, as a new thread on the calling
-// ordinary goroutine, if a worker sleeps: the goroutine takes the sleeping
-// worker's token itself, runs t as the worker's holder (t may park and
-// resume like any thread) and, when t has finished, puts the worker it
-// holds back to sleep without waking anything (rest), or hands its token
-// to a spare when work waits, and returns true. It returns false, having done nothing, when no
-// worker sleeps or the caller runs a thread already: then Submit t.
+// ordinary goroutine, if a worker sleeps or one runs lower-priority code
+// that it would leave for t at its next point (seize, revoke.go): the
+// goroutine takes that worker's token itself, runs t as the worker's
+// holder (t may park and resume like any thread) and, when t has
+// finished, puts the worker it holds back to sleep without waking anything
+// (rest), or hands its token to a spare when work waits, and returns true.
+// It returns false, having done nothing, when no worker qualifies or the
+// caller runs a thread already: then Submit t.
 //
 // This is the idle path of thread.Run. Handing t to the sleeping worker
 // instead costs two wake-ups of OS threads on the way (the worker's, then
@@ -152,6 +154,9 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 		return false, nil
 	}
 	w := rt.takeSleeper()
+	if w == nil {
+		w = rt.seize(t.rank)
+	}
 	if w == nil {
 		return false, nil
 	}

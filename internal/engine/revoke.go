@@ -384,17 +384,28 @@ func (w *worker) detachEnded(busy bool) {
 }
 
 // takeOver gives g, whose thread of rank r is ready, a token at once if
-// that costs nobody a wait: that of a sleeping worker, or, by revocation,
-// that of a worker that runs a lower priority's code and either would
-// switch to r at its next point (policy.Seizes) or has not passed a point
-// for staleAfter. The sleeping goroutine stays with the worker as a spare;
-// the revoked one goes on detached until its next point. Workers are tried
-// from a rotating start, as in steer, so that seizures spread.
+// that costs nobody a wait: that of a sleeping worker, or one that seize
+// takes. The sleeping goroutine stays with the worker as a spare; the
+// revoked one goes on detached until its next point.
 func (rt *Runtime) takeOver(g *gor, r int32) bool {
-	if w := rt.takeSleeper(); w != nil {
-		rt.adopt(g, w)
-		return true
+	w := rt.takeSleeper()
+	if w == nil {
+		w = rt.seize(r)
 	}
+	if w == nil {
+		return false
+	}
+	rt.adopt(g, w)
+	return true
+}
+
+// seize takes, by revocation, the token of a worker that runs a lower
+// priority's code and either would switch to rank r at its next point
+// (policy.Seizes) or has not passed a point for staleAfter, and returns
+// that worker, for the caller to give to a goroutine with adopt; nil if no
+// worker qualifies. Workers are tried from a rotating start, as in steer,
+// so that seizures spread.
+func (rt *Runtime) seize(r int32) *worker {
 	now := rt.now()
 	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
 	ws := rt.workers
@@ -411,11 +422,10 @@ func (rt *Runtime) takeOver(g *gor, r int32) bool {
 			} else {
 				v.stats.seizures.Add(1)
 			}
-			rt.adopt(g, v)
-			return true
+			return v
 		}
 	}
-	return false
+	return nil
 }
 
 // adopt makes g the holder of w, whose token was free for the taking.
