@@ -101,14 +101,14 @@ type Result struct {
 	Gap int64
 	// CPU is the processor time spent on each priority (High, Medium, Low),
 	// runtime operations included; Detached is the time threads computed
-	// after their token was revoked (on processors beyond P, as the runtime
-	// finds them a Go P of their own), which CPU does not count.
+	// after their token was revoked, on the P cores that the workers share
+	// with them (cores.go), which CPU does not count.
 	CPU      [3]int64
 	Detached [3]int64
 	// Idle is the processor time with no thread running, over P·Time.
 	Idle float64
 	// Counters over the whole run, summed over the workers.
-	Rounds, Deals, Requests, Donations, Preemptions, Promotions, Rescues int
+	Rounds, Deals, Requests, Donations, Preemptions, Promotions, Rescues, Seizures int
 	// Events is how many events ran; Digest sums up the event log.
 	Events int
 	Digest uint64
@@ -224,7 +224,9 @@ func (s *sim) run() (*Result, error) {
 		case evPoke:
 			s.poke(e.t)
 		case evDetached:
-			s.reattach(e.g, e.t)
+			if e.gen == e.g.detGen && e.g.detachedFrom != nil {
+				s.reattach(e.g, e.t)
+			}
 		case evKernel:
 			s.kernel = s.submit(s.rank[Low], s.cfg.Kernel.Root, e.t)
 			s.log.add(Entry{T: e.t, Kind: evKernel, Worker: -1, Rank: int32(s.kernel.rank), Thread: s.kernel.id})
@@ -265,9 +267,48 @@ func (s *sim) arrival(now int64) {
 	t.index = len(s.res.Arrivals)
 	s.res.Arrivals = append(s.res.Arrivals, now)
 	s.res.Responses = append(s.res.Responses, -1)
-	w := s.steer(item{t: t}, now)
+	w := s.takeOver(item{t: t}, now)
+	if w < 0 {
+		w = s.steer(item{t: t}, now)
+	}
 	s.log.add(Entry{T: now, Kind: evArrive, Worker: int32(w), Rank: int32(t.rank), Thread: t.id})
 	s.clock.at(event{t: s.nextArrival(now), kind: evArrive})
+}
+
+// takeOver gives an interactive thread a worker at once, as the runtime
+// does for the echo, a thread resumed on its running goroutine after its
+// read (Runtime.takeOver, internal/engine/revoke.go): a sleeping worker, or
+// by revocation one that runs a lower rank and would switch to the
+// thread's at its next point (policy.Seizes), or that passed no point for
+// StaleAfter. It returns the worker's index, or -1 if none qualifies.
+func (s *sim) takeOver(it item, now int64) int {
+	n := len(s.workers)
+	start := s.steers
+	s.steers++
+	for i := range n {
+		if w := s.workers[(start+1+i)%n]; w.asleep {
+			w.inbox = append(w.inbox, it)
+			w.attn = true
+			w.resume(now, now) // the arriving goroutine runs already: no wake-up
+			return w.id
+		}
+	}
+	r := it.t.rank
+	lends := !s.p.NoBorrow && s.crit.ShareByRank(r) > 0
+	start = s.steers
+	s.steers++
+	for i := range n {
+		w := s.workers[(start+1+i)%n]
+		stale := now-w.lastService >= s.p.StaleAfter
+		if !stale && !policy.Seizes(r, w.cur, w.primary, lends) {
+			continue
+		}
+		if s.revoke(w, r, true, !stale, now) {
+			w.inbox = append(w.inbox, it)
+			return w.id
+		}
+	}
+	return -1
 }
 
 // steer gives a thread from outside the workers to the one that can run it
@@ -287,7 +328,7 @@ func (s *sim) steer(it item, now int64) int {
 	}
 	best.give(it, now)
 	if policy.SteerRevokes(bestScore) {
-		s.revoke(best, it.t.rank, true, now)
+		s.revoke(best, it.t.rank, true, false, now)
 	}
 	return best.id
 }
@@ -317,7 +358,7 @@ func (s *sim) tick(now int64) {
 		// RevokeBlocked: nobody waits, but a round went by; it is blocked,
 		// most likely, and costs no processor detached.
 		if v := policy.Watchdog(s.ticks[i], roundTicks, demand); v != policy.Wait {
-			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, now) {
+			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, false, now) {
 				revoked = int32(i)
 			}
 		}
@@ -380,8 +421,12 @@ func (s *sim) finish() {
 		s.res.Preemptions += st.preemptions
 		s.res.Promotions += st.promotions
 		s.res.Rescues += st.rescues
+		s.res.Seizures += st.seizures
 	}
-	s.res.Idle = 1 - float64(busy)/float64(end*int64(len(s.workers))) // over the whole run, lead included
+	for _, d := range s.res.Detached {
+		busy += d // on the workers' cores
+	}
+	s.res.Idle = max(0, 1-float64(busy)/float64(end*int64(len(s.workers)))) // over the whole run, lead included
 	var rs, as []int64
 	for i, r := range s.res.Responses {
 		if r < 0 {

@@ -180,3 +180,28 @@ func TestStallRescue(t *testing.T) {
 	}
 	assert.Empty(t, Violations(cfg, res))
 }
+
+// Interactive threads arrive on running goroutines and take busy workers at
+// once (seizures); the kernel's revoked code goes on detached on the same
+// P cores: no work is lost or made up, and no more than P cores' worth of
+// processor time is spent.
+func TestSeizuresShareCores(t *testing.T) {
+	for _, procs := range []int{1, 2, 16} {
+		k := kernel(t, "sort", procs, 5e6)
+		cfg := loaded(k, procs, [3]float64{100, 0, 0}, 5)
+		cfg.Sink = false
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		assert.Positive(t, res.Seizures, "P=%d: arrivals took busy workers", procs)
+		assert.Positive(t, res.Detached[Low], "P=%d: revoked code went on detached", procs)
+		assert.GreaterOrEqual(t, res.CPU[Low]+res.Detached[Low], k.Work, "P=%d: the kernel's work was all done", procs)
+		var spent int64
+		for i := range res.CPU {
+			spent += res.CPU[i] + res.Detached[i]
+		}
+		assert.LessOrEqual(t, spent, int64(procs)*(res.Time+cfg.Lead), "P=%d: no more than P cores", procs)
+		t.Logf("P=%d: time %d µs, seizures %d, detached %d µs, idle %.3f", procs, res.Time/1000, res.Seizures, res.Detached[Low]/1000, res.Idle)
+		assert.GreaterOrEqual(t, res.Idle, 0.0)
+		assert.Empty(t, Violations(cfg, res), "P=%d", procs)
+	}
+}

@@ -69,10 +69,14 @@ type vgor struct {
 	bot       int      // lazy[:bot] holds nothing to promote
 	floor     int      // forks below it are the enclosing threads'
 	inSegment bool     // computing a node's work: the token may be revoked
-	segEnd    int64
+	segEnd    int64    // when the segment ends, on the worker's clock
+	segWork   int64    // the segment's processor time
 
 	detachedFrom *vworker // the worker whose token was revoked from it
 	detBusy      bool
+	rem          int64  // detached: processor time its segment still needs
+	detAt        int64  // detached, its worker asleep: when its segment ends
+	detGen       uint32 // generation of its pending evDetached event
 }
 
 // start makes g run thread t on w.
@@ -86,7 +90,7 @@ func (g *vgor) segment(w *vworker, d int64) {
 	g.inSegment = true
 	w.s.res.Gap = max(w.s.res.Gap, d)
 	w.t += d
-	g.segEnd = w.t
+	g.segEnd, g.segWork = w.t, d
 }
 
 // advance runs g's thread on w until it takes time, parks, is preempted or

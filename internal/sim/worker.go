@@ -23,8 +23,8 @@ type item struct {
 }
 
 type stats struct {
-	rounds, deals, requests, donations, preemptions, promotions, rescues int
-	served, dropped                                                      int // requests answered by a deal, and taken without one
+	rounds, deals, requests, donations, preemptions, promotions, rescues, seizures int
+	served, dropped                                                                int // requests answered by a deal, and taken without one
 }
 
 type vworker struct {
@@ -61,9 +61,12 @@ type vworker struct {
 	round       int64   // worker.round
 	readySince  []int64 // worker.readySince
 
-	g        *vgor // the goroutine running a thread on this worker, nil in the loop
-	detBusy  int   // detached goroutines of this worker that compute
-	detTop   int   // their highest rank
+	g        *vgor   // the goroutine running a thread on this worker, nil in the loop
+	base     int64   // when the current step's demand for the core began (cores.go)
+	dets     []*vgor // detached goroutines that share this worker's core, served in order
+	win      window  // what the current step gave them
+	detBusy  int     // detached goroutines of this worker that compute
+	detTop   int     // their highest rank
 	cpu      []int64
 	stats    stats
 	offerBuf []int
@@ -85,15 +88,17 @@ func newWorker(s *sim, id int) *vworker {
 	return w
 }
 
-// schedule makes the worker go on at its local time t.
+// schedule makes the worker go on at its local time t, later by the share
+// of its core that detached goroutines take meanwhile (cores.go).
 func (w *vworker) schedule() {
+	w.share()
 	w.s.clock.at(event{t: w.t, kind: evWorker, w: int32(w.id), gen: w.gen})
 }
 
 // step is the worker's event: it goes on with the thread it runs, or with
 // its scheduling loop, until something takes time.
 func (w *vworker) step(now int64) {
-	w.t = now
+	w.t, w.base = now, now
 	if w.g != nil {
 		w.g.advance(w)
 	} else {
@@ -442,6 +447,7 @@ func (w *vworker) idle() {
 	w.ask(true)
 	w.asleep = true
 	w.sleptAt = w.t
+	w.serveAsleep()
 }
 
 // wake is worker.wake: a sleeping worker goes on after the spin's reaction
@@ -450,13 +456,20 @@ func (w *vworker) wake(at int64) {
 	if !w.asleep {
 		return
 	}
+	t := max(at, w.sleptAt) + w.s.c.SpinWake
+	if at-w.sleptAt >= w.s.p.IdleSpin {
+		t = at + w.s.c.Wake
+	}
+	w.resume(at, t)
+}
+
+// resume makes a sleeping worker go on at t, its core busy again from at.
+func (w *vworker) resume(at, t int64) {
 	w.asleep = false
 	w.woke = true
 	w.gen++
-	w.t = max(at, w.sleptAt) + w.s.c.SpinWake
-	if at-w.sleptAt >= w.s.p.IdleSpin {
-		w.t = at + w.s.c.Wake
-	}
+	w.stopServing(at)
+	w.t, w.base = t, at
 	w.closeUnwanted() // busy again: only the primary rank is wanted
 	w.schedule()
 }
@@ -502,10 +515,12 @@ func (w *vworker) charge(now int64) {
 
 // revoke takes w's token from the goroutine running a thread's segment of
 // rank below below (Runtime.revoke, internal/engine/revoke.go): the
-// goroutine goes on detached and comes back as a continuation when its
-// segment ends; w goes on with a new goroutine. busy says it computes:
-// policy.RefuseRevoke limits those.
-func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
+// goroutine goes on detached, sharing w's core (cores.go), and comes back
+// as a continuation when its segment ends; w goes on with a new goroutine.
+// busy says it computes: policy.RefuseRevoke limits those. seize counts it
+// as a seizure (a ready thread took a worker that would switch to it), not
+// a rescue of a stale worker.
+func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
 	g := w.g
 	if g == nil || !g.inSegment || w.cur >= below {
 		return false
@@ -518,18 +533,24 @@ func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
 		w.detTop = max(w.detTop, w.cur)
 	}
 	g.detachedFrom, g.detBusy = w, busy
-	w.gen++ // the goroutine's pending event is now the detached one's
-	s.clock.at(event{t: g.segEnd, kind: evDetached, g: g})
-	w.t = now // its pending event, at the segment's end, is the detached goroutine's now
+	w.gen++ // the goroutine's pending event, at the segment's end, is void
+	g.rem = min(g.segWork, w.win.left(now)) // the segment ends the step
+	w.unshare(now)
+	w.dets = append(w.dets, g)
 	for i, r := range s.rank {
 		if r == w.cur {
-			s.res.Detached[i] += g.segEnd - now
+			s.res.Detached[i] += g.rem
 		}
 	}
 	g.promoteAll(w)
 	w.g = nil
-	w.stats.rescues++
+	if seize {
+		w.stats.seizures++
+	} else {
+		w.stats.rescues++
+	}
 	w.attn = true
+	w.t, w.base = now, now
 	w.setRunning(policy.NoRank)
 	w.t += s.c.Handoff
 	w.schedule()
@@ -541,6 +562,7 @@ func (s *sim) revoke(w *vworker, below int, busy bool, now int64) bool {
 func (s *sim) reattach(g *vgor, now int64) {
 	w := g.detachedFrom
 	g.detachedFrom = nil
+	w.dropDetached(g)
 	if g.detBusy {
 		w.detBusy--
 	}
