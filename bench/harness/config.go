@@ -136,6 +136,10 @@ type Config struct {
 	Experiments []string
 	// EchoRate is the driver's request rate, per second.
 	EchoRate float64
+	// SimRate is the rate of the simulated interactive arrivals of the sim
+	// experiment, per virtual second (0: 2000, the stress its tables are
+	// made with; fairbench's Table 1 echo runs at EchoRate, 50 by default).
+	SimRate float64
 	// EchoFor is how long the driver runs in table5 and fig9, where the
 	// kernel repeats until the driver is done.
 	EchoFor time.Duration
@@ -163,6 +167,14 @@ type Config struct {
 	Progress func(done, total int, next string)
 }
 
+// simRate is SimRate or its default.
+func (c *Config) simRate() float64 {
+	if c.SimRate == 0 {
+		return defaultSimRate
+	}
+	return c.SimRate
+}
+
 // stallMiB is StallMiB or its default.
 func (c *Config) stallMiB() int {
 	if c.StallMiB <= 0 {
@@ -184,6 +196,8 @@ func (c *Config) Validate() error {
 		return badConfig("repetitions %d is not in 1..%d", c.Reps, MaxReps)
 	case !(c.EchoRate > 0 && c.EchoRate <= MaxEchoRate):
 		return badConfig("echo rate %v is not in (0, %d] requests per second", c.EchoRate, MaxEchoRate)
+	case !(c.SimRate >= 0 && c.SimRate <= MaxEchoRate):
+		return badConfig("simulated arrival rate %v is not in (0, %d] per second (0: the default)", c.SimRate, MaxEchoRate)
 	case c.EchoFor <= 0 || c.EchoFor > MaxEchoFor:
 		return badConfig("echo replay length %v is not in (0, %v]", c.EchoFor, MaxEchoFor)
 	case c.FibSize < 0 || c.FibSize > MaxFibSize:

@@ -273,6 +273,8 @@ func TestValidate(t *testing.T) {
 		"negative fib":  func(c *Config) { c.FibSize = -2 },
 		"large fib":     func(c *Config) { c.FibSize = MaxFibSize + 1 },
 		"stall input":   func(c *Config) { c.StallMiB = -1 },
+		"sim rate":      func(c *Config) { c.SimRate = -1 },
+		"NaN sim rate":  func(c *Config) { c.SimRate = math.NaN() },
 	} {
 		cfg := tinyConfig(t)
 		mutate(&cfg)

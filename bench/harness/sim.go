@@ -33,12 +33,13 @@ const (
 
 // The simulated workload, the same at every P: a kernel of simPerWorker of
 // work per worker (weak scaling, so that every P sees tens of rounds) and
-// interactive threads of simEchoWork each arriving at simRate per second.
+// interactive threads of simEchoWork each arriving at Config.SimRate per
+// second (defaultSimRate unless set).
 const (
-	simPerWorker = 50 * time.Millisecond
-	simRate      = 2000
-	simEchoWork  = 20 * time.Microsecond
-	simSeed      = 2019
+	simPerWorker   = 50 * time.Millisecond
+	defaultSimRate = 2000
+	simEchoWork    = 20 * time.Microsecond
+	simSeed        = 2019
 )
 
 // SimRecord holds what one simulated setting measured; it is part of a
@@ -162,7 +163,7 @@ func (r *simRuns) plan(cfg *Config) {
 			}
 			sc := sim.Config{Procs: procs, Criterion: c, Kernel: k, Seed: simSeed}
 			if c != simAlone { // the sink and the echo start first, as in Tables 1 and 3
-				sc.Rate, sc.EchoWork = simRate, int64(simEchoWork)
+				sc.Rate, sc.EchoWork = cfg.simRate(), int64(simEchoWork)
 				sc.Sink, sc.Lead = c != simWTA, sim.DefaultParams().Quantum
 			}
 			return sc, nil
@@ -372,10 +373,10 @@ func simSections(res *Results) []Section {
 			Title: "Simulation: stretch and response at P workers",
 			Text: fmt.Sprintf("internal/sim runs fairly's scheduling (the real banks, mailboxes, criterion and internal/policy decisions) with P virtual workers on a virtual clock. "+
 				"Each kernel is a DAG of the real kernel's shape with %v of work per worker; it runs alone (criterion 0-0-100), then at low priority beside a time sink (2P threads at medium) "+
-				"and interactive threads of %v arriving as a Poisson process at %d/s at high priority. Quantum %v, deals every %v, interrupt %v, prompt budget %v; seed %d. "+
+				"and interactive threads of %v arriving as a Poisson process at %g/s at high priority, each taking a worker at once as a thread resumed on its goroutine does. Quantum %v, deals every %v, interrupt %v, prompt budget %v; seed %d. "+
 				"Stretch is loaded over alone; response is arrival to end; speedup is work over time alone, against min(P, work/span) and against the phase bound (max(W/P, S) summed over the kernel's phases, which no scheduler beats). "+
 				"Every run checked the paper's Theorems 2 and 3 (bounds checked: all held).",
-				simPerWorker, simEchoWork, simRate, time.Duration(p.Quantum), time.Duration(p.DealInterval), time.Duration(p.Interrupt), time.Duration(p.Budget), simSeed),
+				simPerWorker, simEchoWork, res.simRate(), time.Duration(p.Quantum), time.Duration(p.DealInterval), time.Duration(p.Interrupt), time.Duration(p.Budget), simSeed),
 			Table: t.String(),
 			Chart: "sim-stretch.png",
 			draw:  func(path string) error { return drawSimStretch(res, kernels, path) },

@@ -101,12 +101,22 @@ type Results struct {
 	Reps     int           `json:"reps"`
 	EchoRate float64       `json:"echo_rate"`
 	EchoFor  time.Duration `json:"echo_for_ns"`
+	SimRate  float64       `json:"sim_rate,omitempty"`
 	StallMiB int           `json:"stall_mib,omitempty"`
 	HTTP     *HTTPConfig   `json:"http,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
 	Kernels     []string  `json:"kernels"`
 	Experiments []string  `json:"experiments"`
 	Records     []*Record `json:"records"`
+}
+
+// simRate is the sim experiment's arrival rate (results written before it
+// was recorded ran at the default).
+func (r *Results) simRate() float64 {
+	if r.SimRate == 0 {
+		return defaultSimRate
+	}
+	return r.SimRate
 }
 
 // find returns the record matching every non-zero field of want, and its
@@ -156,7 +166,7 @@ func Run(cfg Config) (*Results, error) {
 	s := &suite{cfg: &cfg, instances: make(map[string]kernels.Instance), tmp: tmp}
 	res := &Results{
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
-		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(),
+		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(),
 		HTTP: cfg.httpResults(),
 	}
 	for _, k := range cfg.Kernels {

@@ -147,6 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	reps := fs.Int("reps", 0, fmt.Sprintf("repetitions of each kernel measurement, 1 to %d (default 3 quick, 5 full)", harness.MaxReps))
 	expList := fs.String("experiments", "all", "comma-separated experiments, or all")
 	rate := fs.Float64("rate", 50, fmt.Sprintf("echo requests per second, above 0 and at most %d", harness.MaxEchoRate))
+	simRate := fs.Float64("sim-rate", 2000, fmt.Sprintf("interactive arrivals per virtual second of the sim experiment, above 0 and at most %d", harness.MaxEchoRate))
 	echoFor := fs.Duration("echo-for", 0, "length of the echo replays of table5 and fig9 (default 2s quick, 10s full)")
 	fibSize := fs.Int("fib", 0, fmt.Sprintf("n of fib in table5 and fig9, 1 to %d (default: the size of fib)", harness.MaxFibSize))
 	out := fs.String("out", "fairbench-report", "report folder")
@@ -162,7 +163,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if err := cli.Between("driver-nice", *driverNice, -maxNice-1, maxNice); err != nil {
 		return nil, "", false, err
 	}
-	if err := cli.First(cli.Between("http-rate", *httpRate, 1e-3, harness.MaxEchoRate),
+	if err := cli.First(cli.Between("http-rate", *httpRate, 1e-3, harness.MaxEchoRate), cli.Between("sim-rate", *simRate, 1e-3, harness.MaxEchoRate),
 		cli.Between("http-for", *httpFor, time.Millisecond, harness.MaxEchoFor), cli.Between("http-kib", *httpKiB, 1, harness.MaxHTTPKiB)); err != nil {
 		return nil, "", false, err
 	}
@@ -172,7 +173,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if *full {
 		*quick = false
 	}
-	cfg := &harness.Config{EchoRate: *rate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
+	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
 		HTTP: harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB}}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
