@@ -7,9 +7,11 @@
 //
 // What is modelled rather than run: the time things take (thread work from
 // the kernels' shapes, the runtime's own operations from Costs), goroutines
-// (a virtual goroutine holds a thread's frames), and the network (an
-// interactive thread arrives when a Poisson process says so). See
-// docs/simulation.md.
+// (a virtual goroutine holds a thread's frames), the network (an
+// interactive thread arrives when a Poisson process says so, on a running
+// goroutine that takes a worker as a resumed thread does), and the
+// operating system sharing the P cores between workers and the goroutines
+// whose tokens were revoked (cores.go). See docs/simulation.md.
 //
 // One seed gives one schedule: the simulator reads no clock, iterates no
 // map, and draws every random number from seeded PCG generators. Its event
