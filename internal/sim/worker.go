@@ -533,7 +533,7 @@ func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
 		w.detTop = max(w.detTop, w.cur)
 	}
 	g.detachedFrom, g.detBusy = w, busy
-	w.gen++ // the goroutine's pending event, at the segment's end, is void
+	w.gen++                                 // the goroutine's pending event, at the segment's end, is void
 	g.rem = min(g.segWork, w.win.left(now)) // the segment ends the step
 	w.unshare(now)
 	w.dets = append(w.dets, g)
