@@ -533,8 +533,11 @@ func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
 		w.detTop = max(w.detTop, w.cur)
 	}
 	g.detachedFrom, g.detBusy = w, busy
-	w.gen++                                 // the goroutine's pending event, at the segment's end, is void
-	g.rem = min(g.segWork, w.win.left(now)) // the segment ends the step
+	// The goroutine's pending event, at the segment's end, is void; what
+	// the segment still needs is what the worker's step had not had (the
+	// segment ends the step).
+	w.gen++
+	g.rem = min(g.segWork, w.win.left(now))
 	w.unshare(now)
 	w.dets = append(w.dets, g)
 	for i, r := range s.rank {
