@@ -362,7 +362,9 @@ func (w *worker) deal(now int64) (d dealt) {
 		r, anything := policy.RequestedRank(req)
 		d.dealt = w.offer(ws[id], policy.RequestOrder(ranks[:0], r, anything, w.cur, w.top), next)
 		d.refused = !d.dealt && anything
-		return d
+		if !policy.DealsAfterRequest(d.dealt, anything) {
+			return d
+		}
 	}
 	if len(ws) < 2 {
 		return d

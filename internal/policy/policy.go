@@ -270,6 +270,21 @@ func RequestedRank(req int) (r int, anything bool) {
 	return req &^ anyRank, req&anyRank != 0
 }
 
+// DealsAfterRequest reports whether a deal that took a request from its
+// request cell goes on to a random deal as if none had waited: when the
+// request was for one rank (a worker donating for want of its primary
+// rank, not an idle one) and this worker had none of it to give. Returning
+// instead spent the deal on nothing: under a criterion whose top priority
+// has little work, such as winner-take-all, every donating worker asks for
+// that priority again and again, the busy workers' request cells are
+// seldom empty, and the surplus they hold reached the workers that slept
+// after a barrier only through their own requests. At P = 128 sort and bfs
+// ran 32 % and 14 % slower at 100-0-0 than alone with no top-priority
+// work at all (simulator finding 8, docs/simulation.md). An idle asker's
+// request that could not be served says this worker has no surplus to deal
+// at all.
+func DealsAfterRequest(dealt, anything bool) bool { return !dealt && !anything }
+
 // RequestOrder appends to dst the ranks a worker offers, one after the
 // other until a deal succeeds, to a worker that asked for rank r: r itself,
 // and for an idle asker (anything) the rank cur the sender runs, then every

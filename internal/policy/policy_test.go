@@ -113,6 +113,9 @@ func TestRequest(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1}, RequestOrder(nil, 1, false, 0, 2))
+	assert.True(t, DealsAfterRequest(false, false), "a donating worker's request for its primary rank, not served")
+	assert.False(t, DealsAfterRequest(true, false), "served")
+	assert.False(t, DealsAfterRequest(false, true), "an idle asker refused: no surplus at all")
 	assert.Equal(t, []int{1, 0, 2, 1, 0}, RequestOrder(nil, 1, true, 0, 2))
 	assert.Equal(t, []int{2, 0}, OfferOrder(nil, 2, 0))
 }

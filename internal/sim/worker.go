@@ -365,7 +365,9 @@ func (w *vworker) deal() (d dealt) {
 		} else {
 			w.stats.dropped++
 		}
-		return d
+		if !policy.DealsAfterRequest(d.dealt, anything) {
+			return d
+		}
 	}
 	if len(ws) < 2 {
 		return d
@@ -561,7 +563,9 @@ func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
 }
 
 // reattach brings a detached goroutine back at its next preemption point:
-// its thread is steered again as a continuation (gor.reattach, rejoin).
+// its thread takes a worker at once if one sleeps or would switch to it
+// (takeOver), else it is steered again as a continuation (gor.reattach,
+// rejoin).
 func (s *sim) reattach(g *vgor, now int64) {
 	w := g.detachedFrom
 	g.detachedFrom = nil
@@ -573,8 +577,10 @@ func (s *sim) reattach(g *vgor, now int64) {
 		w.detTop = policy.NoRank
 	}
 	g.inSegment = false
-	t := g.frames[len(g.frames)-1].t
-	s.steer(item{t: t, g: g}, now)
+	it := item{t: g.frames[len(g.frames)-1].t, g: g}
+	if s.takeOver(it, now) < 0 { // gor.rejoin
+		s.steer(it, now)
+	}
 }
 
 // indexed is word i of the index of open mailboxes of rank primary if p,
