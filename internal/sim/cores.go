@@ -13,9 +13,9 @@ package sim
 //     splits a core so between two runnable threads.
 //   - While the worker sleeps, its detached goroutines get the whole core
 //     (serveAsleep), until it wakes (stopServing).
-//   - A revocation in the middle of a shared step gives back what the rest
-//     of the step would have served (unshare), so that the next step
-//     shares it again with three goroutines on the core in turn.
+//   - A revocation in the middle of a shared step gives back to the
+//     detached goroutines what the rest of the step would have served them
+//     (unshare), and the worker's next steps serve it.
 //
 // What is left out: the operating system's wake-up preemption, which runs
 // a thread that has just woken first; the runtime's demotion of a detached
