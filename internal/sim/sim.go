@@ -158,6 +158,14 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.Kernel == nil {
 		return nil, errors.New("sim: no kernel")
 	}
+	switch {
+	case !(cfg.Rate >= 0 && cfg.Rate <= 1e9):
+		return nil, fmt.Errorf("sim: arrival rate %v is not in [0, 1e9] per second", cfg.Rate)
+	case cfg.Rate > 0 && cfg.EchoWork <= 0:
+		return nil, fmt.Errorf("sim: interactive work %d ns is not positive", cfg.EchoWork)
+	case cfg.Lead < 0 || cfg.Limit < 0:
+		return nil, fmt.Errorf("sim: negative lead (%d) or limit (%d)", cfg.Lead, cfg.Limit)
+	}
 	if cfg.Params == (Params{}) {
 		cfg.Params = DefaultParams()
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -222,5 +223,22 @@ func TestDonatedKernelSpreads(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("%s P=%d: alone %.1f ms, on donated cycles %.1f ms", name, procs, float64(alone.Time)/1e6, float64(donated.Time)/1e6)
 		assert.Less(t, float64(donated.Time), 1.1*float64(alone.Time), "%s: donated cycles spread the kernel as its own rounds do", name)
+	}
+}
+
+// Bad configurations are errors, not hangs.
+func TestBadConfig(t *testing.T) {
+	k := kernel(t, "fib", 1, 1e6)
+	for name, cfg := range map[string]Config{
+		"no workers":    {Kernel: k},
+		"no kernel":     {Procs: 1},
+		"negative rate": {Procs: 1, Kernel: k, Rate: -1, EchoWork: 1},
+		"NaN rate":      {Procs: 1, Kernel: k, Rate: math.NaN(), EchoWork: 1},
+		"no echo work":  {Procs: 1, Kernel: k, Rate: 10},
+		"negative lead": {Procs: 1, Kernel: k, Lead: -1},
+		"bad criterion": {Procs: 1, Kernel: k, Criterion: [3]float64{-1, 0, 1}},
+	} {
+		_, err := Run(cfg)
+		assert.Error(t, err, name)
 	}
 }
