@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,6 +237,31 @@ func TestStress(t *testing.T) {
 	_, ps, c := three(t, 50, 25, 25)
 	rt := newRT(t, 2, c)
 	ran := make([]atomic.Int32, n)
+	tree := stressTree(ran, ps[0])
+	roots := 8
+	hs := make([]*thread.Handle[int], roots)
+	for i := range hs {
+		lo, hi := i*n/roots, (i+1)*n/roots
+		hs[i] = thread.Go(rt, ps[2-i%2], func(c *thread.Ctx) int { return tree(c, lo, hi) })
+	}
+	total := 0
+	for i, h := range hs {
+		v, err := h.Wait()
+		require.NoError(t, err, "root %d", i)
+		total += v
+	}
+	assert.Equal(t, n, total)
+	for i := range ran {
+		if ran[i].Load() != 1 {
+			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
+		}
+	}
+}
+
+// stressTree returns a fork-join tree over the leaves [lo, hi) that counts
+// each leaf it runs in ran; its leaves sleep, await, spawn a panicking
+// child or yield now and then, and a right half may run at top.
+func stressTree(ran []atomic.Int32, top fairness.Priority) func(c *thread.Ctx, lo, hi int) int {
 	var tree func(c *thread.Ctx, lo, hi int) int
 	tree = func(c *thread.Ctx, lo, hi int) int {
 		if hi-lo == 1 {
@@ -260,7 +286,7 @@ func TestStress(t *testing.T) {
 		// The right half may go to the top priority: joins upwards are legal.
 		p := c.Priority()
 		if lo%7 == 0 {
-			p = ps[0]
+			p = top
 		}
 		h := thread.Spawn(c, p, func(c *thread.Ctx) int { return tree(c, mid, hi) })
 		a := tree(c, lo, mid)
@@ -270,24 +296,65 @@ func TestStress(t *testing.T) {
 		}
 		return a + b
 	}
-	roots := 8
-	hs := make([]*thread.Handle[int], roots)
-	for i := range hs {
-		lo, hi := i*n/roots, (i+1)*n/roots
-		hs[i] = thread.Go(rt, ps[2-i%2], func(c *thread.Ctx) int { return tree(c, lo, hi) })
+	return tree
+}
+
+// TestStressRun: ordinary goroutines Run top-priority trees (each Run on the
+// caller's goroutine, taking a sleeping or a seized worker, or submitted)
+// while lower-priority loops keep the workers busy; every leaf runs once
+// and the displaced loops compute right.
+func TestStressRun(t *testing.T) {
+	n := 1 << 18
+	if testing.Short() {
+		n = 1 << 14
 	}
-	total := 0
-	for i, h := range hs {
-		v, err := h.Wait()
-		require.NoError(t, err, "root %d", i)
-		total += v
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 2, c)
+	ran := make([]atomic.Int32, n)
+	tree := stressTree(ran, ps[0])
+	var stop atomic.Bool
+	var bg []*thread.Handle[int]
+	for _, p := range ps[1:] {
+		bg = append(bg, thread.Go(rt, p, func(c *thread.Ctx) int {
+			bad := 0
+			for !stop.Load() {
+				if fib2(c, 18) != 2584 {
+					bad++
+				}
+			}
+			return bad
+		}))
 	}
-	assert.Equal(t, n, total)
+	const callers, per = 4, 256
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for k := range callers {
+		wg.Go(func() {
+			for lo := k * per; lo < n; lo += callers * per {
+				v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return tree(c, lo, min(lo+per, n)) })
+				if err != nil {
+					t.Errorf("Run [%d, %d): %v", lo, lo+per, err)
+					return
+				}
+				total.Add(int64(v))
+			}
+		})
+	}
+	wg.Wait()
+	stop.Store(true)
+	for i, h := range bg {
+		bad, err := h.Wait()
+		require.NoError(t, err, "background loop %d", i)
+		assert.Zero(t, bad, "background loop %d computed wrong", i)
+	}
+	assert.Equal(t, int64(n), total.Load())
 	for i := range ran {
 		if ran[i].Load() != 1 {
 			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
 		}
 	}
+	st := rt.Stats()
+	t.Logf("seizures %d, rescues %d", st.Seizures, st.Rescues)
 }
 
 // TestStatsShares keeps two priorities busy at 75/25 and checks the
