@@ -230,14 +230,7 @@ func TestJoinRunningElsewhere(t *testing.T) {
 // TestStress runs over a million threads through spawn, join, yield, await,
 // sleep and panics on three priorities and checks that each ran exactly once.
 func TestStress(t *testing.T) {
-	n := 1 << 20
-	if testing.Short() {
-		n = 1 << 16
-	}
-	_, ps, c := three(t, 50, 25, 25)
-	rt := newRT(t, 2, c)
-	ran := make([]atomic.Int32, n)
-	tree := stressTree(ran, ps[0])
+	n, rt, ps, ran, tree := stressSetup(t, 1<<20, 1<<16)
 	roots := 8
 	hs := make([]*thread.Handle[int], roots)
 	for i := range hs {
@@ -251,6 +244,24 @@ func TestStress(t *testing.T) {
 		total += v
 	}
 	assert.Equal(t, n, total)
+	checkRanOnce(t, ran)
+}
+
+// stressSetup makes a runtime of two workers under 50-25-25 and a stress
+// tree over n leaves (short in -short mode), with its count of runs.
+func stressSetup(t *testing.T, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, []atomic.Int32, func(*thread.Ctx, int, int) int) {
+	if testing.Short() {
+		n = short
+	}
+	_, ps, c := three(t, 50, 25, 25)
+	rt := newRT(t, 2, c)
+	ran := make([]atomic.Int32, n)
+	return n, rt, ps, ran, stressTree(ran, ps[0])
+}
+
+// checkRanOnce fails t unless every leaf ran exactly once.
+func checkRanOnce(t *testing.T, ran []atomic.Int32) {
+	t.Helper()
 	for i := range ran {
 		if ran[i].Load() != 1 {
 			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
@@ -304,14 +315,7 @@ func stressTree(ran []atomic.Int32, top fairness.Priority) func(c *thread.Ctx, l
 // while lower-priority loops keep the workers busy; every leaf runs once
 // and the displaced loops compute right.
 func TestStressRun(t *testing.T) {
-	n := 1 << 18
-	if testing.Short() {
-		n = 1 << 14
-	}
-	_, ps, c := three(t, 50, 25, 25)
-	rt := newRT(t, 2, c)
-	ran := make([]atomic.Int32, n)
-	tree := stressTree(ran, ps[0])
+	n, rt, ps, ran, tree := stressSetup(t, 1<<18, 1<<14)
 	var stop atomic.Bool
 	var bg []*thread.Handle[int]
 	for _, p := range ps[1:] {
@@ -348,11 +352,7 @@ func TestStressRun(t *testing.T) {
 		assert.Zero(t, bad, "background loop %d computed wrong", i)
 	}
 	assert.Equal(t, int64(n), total.Load())
-	for i := range ran {
-		if ran[i].Load() != 1 {
-			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
-		}
-	}
+	checkRanOnce(t, ran)
 	st := rt.Stats()
 	t.Logf("seizures %d, rescues %d", st.Seizures, st.Rescues)
 }
