@@ -218,7 +218,13 @@ func (w *worker) choose(cur int, now int64) int {
 	if donating {
 		w.open(p)
 		if !w.asked {
-			w.ask(false)
+			if now == 0 {
+				now = w.rt.now()
+			}
+			if policy.AsksForPrimary(w.asked, now, w.nextAsk) {
+				w.nextAsk = now + int64(w.rt.dealEvery)
+				w.ask(false)
+			}
 		}
 	}
 	if policy.Lends(r, p, donating) {
@@ -512,7 +518,8 @@ func (w *worker) rest() bool {
 // ask posts a request for work of the primary priority to a random other
 // worker and makes it look at it at its next preemption point. A worker
 // asks when it is idle (anything: it takes work of any priority), and, once per
-// pass through the scheduler, when it donates its processor because its
+// pass through the scheduler and at most once a deal interval
+// (policy.AsksForPrimary), when it donates its processor because its
 // primary bank is empty (only the primary priority will do): lazy forks
 // reach a bank only when someone wants work, so the worker that holds them
 // must be told.

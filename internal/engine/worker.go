@@ -64,6 +64,7 @@ type worker struct {
 	nextDeal   int64
 	nextYield  int64
 	asked      bool    // a request was posted since the last pass through the scheduler
+	nextAsk    int64   // a donating worker asks for its primary rank again from then (policy.AsksForPrimary)
 	woke       bool    // came out of idle with the token since the last pass through the scheduler
 	spreadTo   int64   // the worker spreads until then (policy.SpreadAfter; see service)
 	cur        int     // rank being run, as in running

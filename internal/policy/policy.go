@@ -270,6 +270,19 @@ func RequestedRank(req int) (r int, anything bool) {
 	return req &^ anyRank, req&anyRank != 0
 }
 
+// AsksForPrimary reports whether a worker that donates for want of its
+// primary rank posts a request for it now: once per pass through the
+// scheduler (asked says it did in this pass) and at most once a deal
+// interval (nextAsk is when the last request's interval ends). Every post
+// raises the asked worker's attention; two donating workers asking each
+// other at every pass made each other pass through the scheduler at nearly
+// every preemption point, and after DealsAfterRequest every such pass also
+// made a random deal, which at P = 2 cost a kernel at 50-25-25 about 7 % of
+// its speed in the top priority's idle rounds (docs/results.md, "Asking for
+// the primary priority once a deal interval"). Deals themselves come once a
+// deal interval, so a request more often than that is answered no sooner.
+func AsksForPrimary(asked bool, now, nextAsk int64) bool { return !asked && now >= nextAsk }
+
 // DealsAfterRequest reports whether a deal that took a request from its
 // request cell goes on to a random deal as if none had waited: when the
 // request was for one rank (a worker donating for want of its primary

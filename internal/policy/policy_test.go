@@ -113,6 +113,9 @@ func TestRequest(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1}, RequestOrder(nil, 1, false, 0, 2))
+	assert.True(t, AsksForPrimary(false, 100, 100), "a new pass, the interval over")
+	assert.False(t, AsksForPrimary(true, 100, 100), "asked in this pass")
+	assert.False(t, AsksForPrimary(false, 99, 100), "asked within the deal interval")
 	assert.True(t, DealsAfterRequest(false, false), "a donating worker's request for its primary rank, not served")
 	assert.False(t, DealsAfterRequest(true, false), "served")
 	assert.False(t, DealsAfterRequest(false, true), "an idle asker refused: no surplus at all")

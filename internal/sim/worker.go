@@ -52,6 +52,7 @@ type vworker struct {
 	nextDeal    int64
 	lastService int64
 	asked       bool
+	nextAsk     int64 // worker.nextAsk
 	spreadTo    int64 // spreads until then (policy.SpreadAfter)
 	woke        bool  // woken from sleep since the last pass through the scheduler
 	count       int
@@ -228,7 +229,8 @@ func (w *vworker) choose(cur int) int {
 	r, donating := policy.Choose(top, w.primary, cur, w.banks[w.primary].Len(), w.mayBorrow)
 	if donating {
 		w.open(w.primary)
-		if !w.asked {
+		if policy.AsksForPrimary(w.asked, w.t, w.nextAsk) {
+			w.nextAsk = w.t + w.s.p.DealInterval
 			w.ask(false)
 		}
 	}
