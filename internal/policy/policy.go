@@ -279,8 +279,10 @@ func RequestedRank(req int) (r int, anything bool) {
 // every preemption point, and after DealsAfterRequest every such pass also
 // made a random deal, which at P = 2 cost a kernel at 50-25-25 about 7 % of
 // its speed in the top priority's idle rounds (docs/results.md, "Asking for
-// the primary priority once a deal interval"). Deals themselves come once a
-// deal interval, so a request more often than that is answered no sooner.
+// the primary priority once a deal interval"). The first request of an
+// interval is still served at the asked worker's next point; repeating it
+// within the interval mostly asked workers that had just had nothing to
+// give.
 func AsksForPrimary(asked bool, now, nextAsk int64) bool { return !asked && now >= nextAsk }
 
 // DealsAfterRequest reports whether a deal that took a request from its
