@@ -134,7 +134,7 @@ func (g *gor) main() {
 
 // RunHere runs t, prepared with Init, as a new thread on the calling
 // ordinary goroutine, if a worker sleeps or one runs lower-priority code
-// that it would leave for t at its next point (seize, revoke.go): the
+// that it would leave for t at its next point (takeFor, revoke.go): the
 // goroutine takes that worker's token itself, runs t as the worker's
 // holder (t may park and resume like any thread) and, when t has
 // finished, puts the worker it holds back to sleep without waking anything
@@ -153,10 +153,7 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	if _, ok := runtimeGors.Load(id); ok {
 		return false, nil
 	}
-	w := rt.takeSleeper()
-	if w == nil {
-		w = rt.seize(t.rank)
-	}
+	w := rt.takeFor(t.rank)
 	if w == nil {
 		return false, nil
 	}

@@ -384,19 +384,26 @@ func (w *worker) detachEnded(busy bool) {
 }
 
 // takeOver gives g, whose thread of rank r is ready, a token at once if
-// that costs nobody a wait: that of a sleeping worker, or one that seize
-// takes. The sleeping goroutine stays with the worker as a spare; the
-// revoked one goes on detached until its next point.
+// that costs nobody a wait (takeFor).
 func (rt *Runtime) takeOver(g *gor, r int32) bool {
-	w := rt.takeSleeper()
-	if w == nil {
-		w = rt.seize(r)
-	}
+	w := rt.takeFor(r)
 	if w == nil {
 		return false
 	}
 	rt.adopt(g, w)
 	return true
+}
+
+// takeFor takes, for a goroutine that is running already and whose thread
+// of rank r is ready, the token of a sleeping worker, or one that seize
+// takes, and returns that worker for the caller to adopt; nil if neither.
+// The sleeping goroutine stays with the worker as a spare; the revoked one
+// goes on detached until its next point.
+func (rt *Runtime) takeFor(r int32) *worker {
+	if w := rt.takeSleeper(); w != nil {
+		return w
+	}
+	return rt.seize(r)
 }
 
 // seize takes, by revocation, the token of a worker that runs a lower
