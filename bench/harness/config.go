@@ -168,11 +168,14 @@ type Config struct {
 }
 
 // simRate is SimRate or its default.
-func (c *Config) simRate() float64 {
-	if c.SimRate == 0 {
+func (c *Config) simRate() float64 { return simRateOr(c.SimRate) }
+
+// simRateOr is rate, or defaultSimRate for 0.
+func simRateOr(rate float64) float64 {
+	if rate == 0 {
 		return defaultSimRate
 	}
-	return c.SimRate
+	return rate
 }
 
 // stallMiB is StallMiB or its default.
@@ -197,7 +200,7 @@ func (c *Config) Validate() error {
 	case !(c.EchoRate > 0 && c.EchoRate <= MaxEchoRate):
 		return badConfig("echo rate %v is not in (0, %d] requests per second", c.EchoRate, MaxEchoRate)
 	case !(c.SimRate >= 0 && c.SimRate <= MaxEchoRate):
-		return badConfig("simulated arrival rate %v is not in (0, %d] per second (0: the default)", c.SimRate, MaxEchoRate)
+		return badConfig("simulated arrival rate %v is not in [0, %d] per second (0: the default, %d)", c.SimRate, MaxEchoRate, defaultSimRate)
 	case c.EchoFor <= 0 || c.EchoFor > MaxEchoFor:
 		return badConfig("echo replay length %v is not in (0, %v]", c.EchoFor, MaxEchoFor)
 	case c.FibSize < 0 || c.FibSize > MaxFibSize:

@@ -112,12 +112,7 @@ type Results struct {
 
 // simRate is the sim experiment's arrival rate (results written before it
 // was recorded ran at the default).
-func (r *Results) simRate() float64 {
-	if r.SimRate == 0 {
-		return defaultSimRate
-	}
-	return r.SimRate
-}
+func (r *Results) simRate() float64 { return simRateOr(r.SimRate) }
 
 // find returns the record matching every non-zero field of want, and its
 // grain, or nil.

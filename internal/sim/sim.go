@@ -234,7 +234,7 @@ func (s *sim) run() (*Result, error) {
 		case evPoke:
 			s.poke(e.t)
 		case evDetached:
-			if e.gen == e.g.detGen && e.g.detachedFrom != nil {
+			if e.gen == e.g.detGen { // else cancelled (cores.go)
 				s.reattach(e.g, e.t)
 			}
 		case evKernel:
