@@ -26,11 +26,17 @@ package sim
 
 // window is a worker's step and the share of it that went to detached
 // goroutines: the worker needed d of processor time from base; the core
-// was split in half for 2·pay; done[k] ended at base + 2·cum[k].
+// was split in half for 2·pay; each of done ended at base + 2·cum.
 type window struct {
 	base, d, pay int64
-	done         []*vgor
-	cum          []int64
+	done         []ended
+}
+
+// ended is a detached goroutine whose segment a step finished, and what
+// the step had given its detached goroutines by then.
+type ended struct {
+	g   *vgor
+	cum int64
 }
 
 // left is how much of the window's d the worker had not had by now.
@@ -45,7 +51,7 @@ func (win *window) left(now int64) int64 {
 func (w *vworker) share() {
 	d := w.t - w.base
 	var pay int64
-	w.win = window{base: w.base, d: d, done: w.win.done[:0], cum: w.win.cum[:0]}
+	w.win = window{base: w.base, d: d, done: w.win.done[:0]}
 	for len(w.dets) > 0 && pay < d {
 		g := w.dets[0]
 		p := min(g.rem, d-pay)
@@ -57,8 +63,7 @@ func (w *vworker) share() {
 		w.dets = w.dets[1:]
 		g.detGen++
 		w.s.clock.at(event{t: w.base + 2*pay, kind: evDetached, g: g, gen: g.detGen})
-		w.win.done = append(w.win.done, g)
-		w.win.cum = append(w.win.cum, pay)
+		w.win.done = append(w.win.done, ended{g, pay})
 	}
 	w.win.pay = pay
 	if pay > 0 {
@@ -83,14 +88,13 @@ func (w *vworker) unshare(now int64) {
 	served := (now - win.base) / 2
 	var back []*vgor
 	prev := int64(0)
-	for k, g := range win.done {
-		c := win.cum[k]
-		if c > served {
-			g.detGen++ // its coming back is void
-			g.rem = c - max(prev, served)
-			back = append(back, g)
+	for _, e := range win.done {
+		if e.cum > served {
+			e.g.detGen++ // its coming back is void
+			e.g.rem = e.cum - max(prev, served)
+			back = append(back, e.g)
 		}
-		prev = c
+		prev = e.cum
 	}
 	if len(w.dets) > 0 { // the one the step's last part served
 		w.dets[0].rem += win.pay - max(prev, served)
