@@ -14,6 +14,16 @@ import (
 // thread, if any, without leaving the Go P: the raw syscall keeps the P.
 func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
+// currentCPU is the processor the calling OS thread runs on (getcpu, about
+// 0.15 µs).
+func currentCPU() int32 {
+	var cpu uint32
+	if _, _, e := syscall.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
+		return -1
+	}
+	return int32(cpu)
+}
+
 // shortSlice is the time slice (sched_runtime, ns) fairly asks of Linux for
 // every thread of the process when Config.ShortSlices says so: the shortest
 // a fair-class thread may have.

@@ -7,6 +7,10 @@ package engine
 // network (see docs/design.md), which is worse.
 func osYield() {}
 
+// currentCPU is not known here: every worker seems to share the caller's
+// processor, so seize takes any (see seize).
+func currentCPU() int32 { return -1 }
+
 // setSlices does nothing where the kernel has no per-thread time slices.
 func setSlices(bool) {}
 

@@ -400,10 +400,15 @@ func (rt *Runtime) takeOver(g *gor, r int32) bool {
 // The sleeping goroutine stays with the worker as a spare; the revoked one
 // goes on detached until its next point.
 func (rt *Runtime) takeFor(r int32) *worker {
-	if w := rt.takeSleeper(); w != nil {
-		return w
+	here := currentCPU()
+	w := rt.takeSleeper()
+	if w == nil {
+		w = rt.seize(r, here)
 	}
-	return rt.seize(r)
+	if w != nil {
+		w.cpu.Store(here) // the worker runs on the caller's OS thread from now on
+	}
+	return w
 }
 
 // seize takes, by revocation, the token of a worker that runs a lower
@@ -412,24 +417,51 @@ func (rt *Runtime) takeFor(r int32) *worker {
 // that worker, for the caller to give to a goroutine with adopt; nil if no
 // worker qualifies. Workers are tried from a rotating start, as in steer,
 // so that seizures spread.
-func (rt *Runtime) seize(r int32) *worker {
+//
+// The worker must come to the processor the caller runs on (here), not
+// leave its own. A seizure moves a worker from its holder's OS thread to
+// the caller's: the holder soon parks and its processor goes idle, while
+// the caller's processor, if another worker's holder runs there too, now
+// carries two. Linux is slow to pull one of two such threads to the idle
+// processor (a thread that ran within half a millisecond counts as
+// cache-hot and stays put), so the pair shared one core for milliseconds:
+// with a seizure every 5 ms beside fib and a sink at P = 2, the process got
+// 1.6 of the 2 cores instead of 1.9, and fib's stretch at 50-25-25 grew by
+// a fifth (docs/results.md, "Seizures that stack workers on one core").
+// So seize first takes a worker whose holder runs here (the caller and
+// the displaced holder then share this processor only until the holder's
+// next point), and a worker elsewhere only if no busy worker runs here:
+// the caller's processor is then free for it. Where the processor is not
+// known (-1 on every worker), every worker counts as here, and any may be
+// taken.
+func (rt *Runtime) seize(r, here int32) *worker {
 	now := rt.now()
 	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
 	ws := rt.workers
 	start := int(rt.steerSeq.Add(1))
-	for i := range ws {
-		w := ws[(start+i)%len(ws)]
-		stale := now-w.lastService.Load() >= int64(staleAfter)
-		if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
-			continue
+	crowded := false // a busy worker's holder runs here
+	for _, near := range [2]bool{true, false} {
+		if !near && crowded {
+			return nil
 		}
-		if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
-			if stale {
-				v.stats.rescues.Add(1)
-			} else {
-				v.stats.seizures.Add(1)
+		for i := range ws {
+			w := ws[(start+i)%len(ws)]
+			if (w.cpu.Load() == here) != near {
+				continue
 			}
-			return v
+			crowded = crowded || near && w.sleeper.Load() == nil
+			stale := now-w.lastService.Load() >= int64(staleAfter)
+			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
+				continue
+			}
+			if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
+				if stale {
+					v.stats.rescues.Add(1)
+				} else {
+					v.stats.seizures.Add(1)
+				}
+				return v
+			}
 		}
 	}
 	return nil

@@ -126,6 +126,7 @@ func (w *worker) service(now int64) {
 	if now >= w.nextYield {
 		w.nextYield = now + int64(osYieldEvery)
 		osYield()
+		w.cpu.Store(currentCPU()) // the yield is where the OS may have moved us
 	}
 }
 

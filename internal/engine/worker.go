@@ -44,6 +44,7 @@ type worker struct {
 	beat        atomic.Uint64       // counts passes through the scheduler, for the watchdog
 	lastService atomic.Int64        // when the worker last passed through the scheduler
 	roundEnd    atomic.Int64        // when the worker's current round ends
+	cpu         atomic.Int32        // the processor its holder's OS thread ran on when last seen, -1 if unknown (seize)
 
 	running atomic.Int32 // rank being run, rankLoop when none
 	primPub atomic.Int32 // primary rank of the current round
@@ -100,6 +101,7 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 		stats:      newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
+	w.cpu.Store(-1)
 	w.newRound(0)
 	return w
 }
