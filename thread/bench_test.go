@@ -134,7 +134,12 @@ func BenchmarkFibCutoff(b *testing.B) {
 
 // busyLow starts a runtime of procs workers, criterion 50/50, whose low
 // priority runs fib(25) (spawning at every call) over and over on every
-// worker; stop ends the load and waits for it.
+// worker; stop ends the load, waits for it and reports what the load got
+// meanwhile: fib(25)s a second, and the processor cores the process used
+// (getrusage; absent where unknown). High-priority threads that take
+// workers must not cost the load more than their own time: a worker moved
+// onto a core that already runs another leaves a core idle, which both
+// figures show.
 func busyLow(b *testing.B, procs int) (rt *runtime.Runtime, hi fairness.Priority, stop func()) {
 	hi, lo, crit := halves(b)
 	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
@@ -143,17 +148,25 @@ func busyLow(b *testing.B, procs int) (rt *runtime.Runtime, hi fairness.Priority
 	}
 	b.Cleanup(func() { rt.Close() })
 	var done atomic.Bool
+	var fibs atomic.Int64
 	load := thread.Go(rt, lo, func(c *thread.Ctx) int {
 		for !done.Load() {
 			fib(c, 25)
+			fibs.Add(1)
 		}
 		return 0
 	})
 	time.Sleep(20 * time.Millisecond)
+	start, cpu0, fibs0 := time.Now(), processCPU(), fibs.Load()
 	return rt, hi, func() {
 		done.Store(true)
+		wall, cpu := time.Since(start), processCPU()-cpu0
 		if _, err := load.Wait(); err != nil {
 			b.Fatal(err)
+		}
+		b.ReportMetric(float64(fibs.Load()-fibs0)/wall.Seconds(), "load-fib/s")
+		if cpu0 >= 0 {
+			b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
 		}
 	}
 }
