@@ -64,7 +64,8 @@ import (
 //     worker that runs a lower priority's code and would switch to the
 //     resumed thread's priority at its next point (policy.Seizes): the
 //     goroutine, running already, takes the token and carries on as the
-//     worker's holder (takeOver). The holder, cooperative as a rule, comes
+//     worker's holder (takeOver), preferring a worker that runs on its own
+//     processor (seize). The holder, cooperative as a rule, comes
 //     back at its next point and queues its thread again, as after any
 //     revocation; the resumed thread skips a goroutine switch and Go's
 //     wake-up of an OS thread for it;
@@ -418,50 +419,49 @@ func (rt *Runtime) takeFor(r int32) *worker {
 // worker qualifies. Workers are tried from a rotating start, as in steer,
 // so that seizures spread.
 //
-// The worker must come to the processor the caller runs on (here), not
-// leave its own. A seizure moves a worker from its holder's OS thread to
-// the caller's: the holder soon parks and its processor goes idle, while
-// the caller's processor, if another worker's holder runs there too, now
-// carries two. Linux is slow to pull one of two such threads to the idle
-// processor (a thread that ran within half a millisecond counts as
-// cache-hot and stays put), so the pair shared one core for milliseconds:
-// with a seizure every 5 ms beside fib and a sink at P = 2, the process got
-// 1.6 of the 2 cores instead of 1.9, and fib's stretch at 50-25-25 grew by
-// a fifth (docs/results.md, "Seizures that stack workers on one core").
-// So seize first takes a worker whose holder runs here (the caller and
-// the displaced holder then share this processor only until the holder's
-// next point), and a worker elsewhere only if no busy worker runs here:
-// the caller's processor is then free for it. Where the processor is not
-// known (-1 on every worker), every worker counts as here, and any may be
-// taken.
+// A worker whose holder runs on the caller's processor (here) comes first.
+// A seizure moves the worker onto the caller's OS thread, and the old
+// holder's thread soon parks: a worker taken from another processor leaves
+// that one idle and doubles up with whatever worker runs here. Linux is
+// slow to pull one of two such threads to the idle processor (a thread that
+// ran within half a millisecond counts as cache-hot and stays put), so the
+// two shared one core for milliseconds: with a seizure every 5 ms beside
+// fib and a sink at P = 2, the process got 1.5 of the 2 cores instead of 1.7
+// (docs/results.md, "Seizures that stack workers on one core"). A worker
+// elsewhere is still taken when none here qualifies: the top priority must
+// not wait for placement (declining those seizures left the echo beside the
+// sort kernel waiting for the sort's next point, up to 4.7 ms). Where the
+// processor is not known (-1 everywhere), every worker counts as here.
 func (rt *Runtime) seize(r, here int32) *worker {
-	now := rt.now()
 	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
+	if v := rt.seizeAmong(r, here, true, lends); v != nil {
+		return v
+	}
+	return rt.seizeAmong(r, here, false, lends)
+}
+
+// seizeAmong is seize among the workers whose holder runs on processor here
+// (near) or elsewhere (!near).
+func (rt *Runtime) seizeAmong(r, here int32, near, lends bool) *worker {
+	now := rt.now()
 	ws := rt.workers
 	start := int(rt.steerSeq.Add(1))
-	crowded := false // a busy worker's holder runs here
-	for _, near := range [2]bool{true, false} {
-		if !near && crowded {
-			return nil
+	for i := range ws {
+		w := ws[(start+i)%len(ws)]
+		if (w.cpu.Load() == here) != near {
+			continue
 		}
-		for i := range ws {
-			w := ws[(start+i)%len(ws)]
-			if (w.cpu.Load() == here) != near {
-				continue
+		stale := now-w.lastService.Load() >= int64(staleAfter)
+		if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
+			continue
+		}
+		if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
+			if stale {
+				v.stats.rescues.Add(1)
+			} else {
+				v.stats.seizures.Add(1)
 			}
-			crowded = crowded || near && w.sleeper.Load() == nil
-			stale := now-w.lastService.Load() >= int64(staleAfter)
-			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
-				continue
-			}
-			if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
-				if stale {
-					v.stats.rescues.Add(1)
-				} else {
-					v.stats.seizures.Add(1)
-				}
-				return v
-			}
+			return v
 		}
 	}
 	return nil
