@@ -85,6 +85,7 @@ func run(kernel string, size, reps, procs int, criterion string, arrivals time.D
 	defer rt.Close()
 
 	var stop atomic.Bool
+	defer stop.Store(true) // before Close, on every return: the sink ends
 	var background []func() error
 	if criterion != "alone" {
 		sink := thread.Go(rt, mid, func(c *thread.Ctx) struct{} {
