@@ -44,14 +44,15 @@ func main() {
 	procs := flag.Int("procs", 2, "fairly's workers")
 	criterion := flag.String("criterion", "50-25-25", `"50-25-25" (a sink at medium priority beside the kernel) or "alone"`)
 	arrivals := flag.Duration("arrivals", 0, "interval of top-priority thread.Run calls from an ordinary goroutine (0: none)")
+	keep := flag.Bool("keep-gomaxprocs", false, "runtime.Config.KeepGOMAXPROCS: no spare Go P beside the workers")
 	flag.Parse()
-	if err := run(*kernel, *size, *reps, *procs, *criterion, *arrivals); err != nil {
+	if err := run(*kernel, *size, *reps, runtime.Config{Procs: *procs, KeepGOMAXPROCS: *keep}, *criterion, *arrivals); err != nil {
 		fmt.Fprintln(os.Stderr, "placement:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kernel string, size, reps, procs int, criterion string, arrivals time.Duration) error {
+func run(kernel string, size, reps int, cfg runtime.Config, criterion string, arrivals time.Duration) error {
 	k, err := kernels.Lookup(kernel)
 	if err != nil {
 		return err
@@ -78,7 +79,8 @@ func run(kernel string, size, reps, procs int, criterion string, arrivals time.D
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})
+	cfg.Criterion = crit
+	rt, err := runtime.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func run(kernel string, size, reps, procs int, criterion string, arrivals time.D
 	pl := <-samples
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 	st := rt.Stats()
-	fmt.Printf("%s at %s, P=%d, arrivals every %v: kernel %v in %d runs\n", kernel, criterion, procs, arrivals, wall.Round(time.Millisecond), reps)
+	fmt.Printf("%s at %s, P=%d, GOMAXPROCS %d, arrivals every %v: kernel %v in %d runs\n", kernel, criterion, rt.Procs(), goruntime.GOMAXPROCS(0), arrivals, wall.Round(time.Millisecond), reps)
 	fmt.Printf("cores used %.2f; involuntary switches %d/s; seizures %d, rescues %d\n",
 		cpu.Seconds()/wall.Seconds(), int(float64(ru1.Nivcsw-ru0.Nivcsw)/wall.Seconds()), st.Seizures, st.Rescues)
 	if pl.n > 0 {

@@ -2,11 +2,15 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fairlyprompt/fairly/runtime"
+)
 
 func TestRun(t *testing.T) {
 	for _, crit := range []string{"50-25-25", "alone"} {
-		if err := run("fib", 18, 2, 2, crit, 1e6); err != nil {
+		if err := run("fib", 18, 2, runtime.Config{Procs: 2}, crit, 1e6); err != nil {
 			t.Fatalf("%s: %v", crit, err)
 		}
 	}
@@ -14,11 +18,11 @@ func TestRun(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for name, err := range map[string]error{
-		"kernel":    run("nope", 0, 1, 2, "alone", 0),
-		"criterion": run("fib", 18, 1, 2, "50-50", 0),
-		"reps":      run("fib", 18, 0, 2, "alone", 0),
-		"arrivals":  run("fib", 18, 1, 2, "alone", -1),
-		"procs":     run("fib", 18, 1, -3, "alone", 0),
+		"kernel":    run("nope", 0, 1, runtime.Config{Procs: 2}, "alone", 0),
+		"criterion": run("fib", 18, 1, runtime.Config{Procs: 2}, "50-50", 0),
+		"reps":      run("fib", 18, 0, runtime.Config{Procs: 2}, "alone", 0),
+		"arrivals":  run("fib", 18, 1, runtime.Config{Procs: 2}, "alone", -1),
+		"procs":     run("fib", 18, 1, runtime.Config{Procs: -3}, "alone", 0),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)
