@@ -230,7 +230,7 @@ func TestJoinRunningElsewhere(t *testing.T) {
 // TestStress runs over a million threads through spawn, join, yield, await,
 // sleep and panics on three priorities and checks that each ran exactly once.
 func TestStress(t *testing.T) {
-	n, rt, ps, ran, tree := stressSetup(t, 1<<20, 1<<16)
+	n, rt, ps, ran, tree := stressSetup(t, 2, 1<<20, 1<<16)
 	roots := 8
 	hs := make([]*thread.Handle[int], roots)
 	for i := range hs {
@@ -249,12 +249,12 @@ func TestStress(t *testing.T) {
 
 // stressSetup makes a runtime of two workers under 50-25-25 and a stress
 // tree over n leaves (short in -short mode), with its count of runs.
-func stressSetup(t *testing.T, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, []atomic.Int32, func(*thread.Ctx, int, int) int) {
+func stressSetup(t *testing.T, procs, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, []atomic.Int32, func(*thread.Ctx, int, int) int) {
 	if testing.Short() {
 		n = short
 	}
 	_, ps, c := three(t, 50, 25, 25)
-	rt := newRT(t, 2, c)
+	rt := newRT(t, procs, c)
 	ran := make([]atomic.Int32, n)
 	return n, rt, ps, ran, stressTree(ran, ps[0])
 }
@@ -315,7 +315,15 @@ func stressTree(ran []atomic.Int32, top fairness.Priority) func(c *thread.Ctx, l
 // while lower-priority loops keep the workers busy; every leaf runs once
 // and the displaced loops compute right.
 func TestStressRun(t *testing.T) {
-	n, rt, ps, ran, tree := stressSetup(t, 1<<18, 1<<14)
+	// P = 8 on this project's 2-core machines: several workers share each
+	// core, so seizures find workers on the caller's core and elsewhere.
+	for _, procs := range []int{2, 8} {
+		t.Run(fmt.Sprintf("P=%d", procs), func(t *testing.T) { stressRun(t, procs) })
+	}
+}
+
+func stressRun(t *testing.T, procs int) {
+	n, rt, ps, ran, tree := stressSetup(t, procs, 1<<18, 1<<14)
 	var stop atomic.Bool
 	var bg []*thread.Handle[int]
 	for _, p := range ps[1:] {
