@@ -206,3 +206,30 @@ func TestNoThreadLeftDemoted(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // ten ticks: a stale entry would be demoted by now
 	assert.Empty(t, idleThreads(t), "no thread of the process stays demoted")
 }
+
+// TestCurrentCPU: the processor a thread runs on is one of the machine's,
+// and the one it was moved to when its affinity allows only that one.
+func TestCurrentCPU(t *testing.T) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var old unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &old))
+	defer func() { _ = unix.SchedSetaffinity(0, &old) }()
+	for cpu := range goruntime.NumCPU() {
+		if !old.IsSet(cpu) {
+			continue
+		}
+		var one unix.CPUSet
+		one.Set(cpu)
+		require.NoError(t, unix.SchedSetaffinity(0, &one))
+		assert.Equal(t, int32(cpu), currentCPU())
+	}
+}
+
+// BenchmarkCurrentCPU: what a worker pays after each periodic yield to
+// publish its processor (seize).
+func BenchmarkCurrentCPU(b *testing.B) {
+	for b.Loop() {
+		currentCPU()
+	}
+}
