@@ -215,7 +215,7 @@ func TestCurrentCPU(t *testing.T) {
 	var old unix.CPUSet
 	require.NoError(t, unix.SchedGetaffinity(0, &old))
 	defer func() { _ = unix.SchedSetaffinity(0, &old) }()
-	for cpu := range goruntime.NumCPU() {
+	for cpu := range 1024 { // a unix.CPUSet's processors
 		if !old.IsSet(cpu) {
 			continue
 		}
