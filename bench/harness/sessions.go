@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
@@ -133,48 +132,6 @@ func until(done <-chan struct{}, run func() (time.Duration, error)) ([]time.Dura
 func withProcs[T any](procs int, f func() (T, error)) (T, error) {
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
 	return f()
-}
-
-// sink is the time sink: a parallel computation that never finishes on
-// its own, so that it takes every cycle its priority is given or donated.
-type sink struct {
-	stop atomic.Bool
-	h    *thread.Handle[struct{}]
-}
-
-func startSink(rt *runtime.Runtime, p fairness.Priority) *sink {
-	s := &sink{}
-	s.h = thread.Go(rt, p, func(c *thread.Ctx) struct{} {
-		hs := make([]*thread.Handle[struct{}], 2*rt.Procs())
-		for i := range hs {
-			hs[i] = thread.Spawn(c, p, s.spin)
-		}
-		for _, h := range hs {
-			_, _ = thread.Join(c, h) // spin cannot fail
-		}
-		return struct{}{}
-	})
-	return s
-}
-
-func (s *sink) spin(c *thread.Ctx) struct{} {
-	n := 0
-	for !s.stop.Load() {
-		n += kernels.FibSeq(18) // some tens of microseconds between preemption points
-		thread.Yield(c)
-	}
-	goruntime.KeepAlive(n) // the work must not be optimised away
-	return struct{}{}
-}
-
-// close stops the sink and waits for it; a nil sink is already closed.
-func (s *sink) close() error {
-	if s == nil {
-		return nil
-	}
-	s.stop.Store(true)
-	_, err := s.h.Wait()
-	return err
 }
 
 // driverProc is a running driver process.

@@ -403,14 +403,14 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 	if err != nil {
 		return nil, err
 	}
-	var snk *sink
+	var snk *kernels.Sink
 	if withSink {
-		snk = startSink(rt, p.mid)
+		snk = kernels.StartSink(rt, p.mid)
 	}
 	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
 	rec.CPUShares = p.shares(rt.Stats())
 	err = closeEcho(err, echo, rec)
-	return rec, closeAll(err, snk.close(), rt.Close())
+	return rec, closeAll(err, snk.Close(), rt.Close())
 }
 
 // wtaIdle is table3's floor: its network echo alone on a runtime of procs
@@ -513,13 +513,13 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 	if err != nil {
 		return nil, closeAll(err, rt.Close())
 	}
-	snk := startSink(rt, p.mid)
+	snk := kernels.StartSink(rt, p.mid)
 	term := thread.Go(rt, p.hi, func(c *thread.Ctx) error { return interactive.TermEcho(c, requests, echoes) })
 	rec.Times, err = until(drv.done, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
 	var ferr error
 	rec.Echo, ferr = drv.finish()
 	echoErr, werr := term.Wait() // the driver is gone, so its requests end
-	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.close(), rt.Close())
+	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.Close(), rt.Close())
 }
 
 // closeEcho finishes echo, records what the driver measured and where the

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -86,41 +87,30 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 	}
 	defer rt.Close()
 
-	var stop atomic.Bool
-	defer stop.Store(true) // before Close, on every return: the sink ends
-	var background []func() error
+	var sink *kernels.Sink // nil: none, already closed
 	if criterion != "alone" {
-		sink := thread.Go(rt, mid, func(c *thread.Ctx) struct{} {
-			hs := make([]*thread.Handle[int], 2*rt.Procs())
-			for i := range hs {
-				hs[i] = thread.Spawn(c, mid, func(c *thread.Ctx) int {
-					n := 0
-					for !stop.Load() {
-						n += kernels.FibSeq(18) // tens of microseconds between points
-						thread.Yield(c)
-					}
-					return n
-				})
-			}
-			for _, h := range hs {
-				_, _ = thread.Join(c, h)
-			}
-			return struct{}{}
-		})
-		background = append(background, func() error { _, err := sink.Wait(); return err })
+		sink = kernels.StartSink(rt, mid) // fairbench's Table 1 sink
 	}
-	if arrivals > 0 {
-		done := make(chan error, 1)
-		go func() {
-			var err error
-			for !stop.Load() && err == nil {
-				time.Sleep(arrivals)
-				_, err = thread.Run(rt, hi, func(*thread.Ctx) int { return kernels.FibSeq(10) })
-			}
-			done <- err
-		}()
-		background = append(background, func() error { return <-done })
+	var stop atomic.Bool
+	arrived := make(chan error, 1)
+	go func() { // top-priority arrivals, if any
+		var err error
+		for arrivals > 0 && !stop.Load() && err == nil {
+			time.Sleep(arrivals)
+			_, err = thread.Run(rt, hi, func(*thread.Ctx) int { return kernels.FibSeq(10) })
+		}
+		arrived <- err
+	}()
+	halted := false
+	halt := func() error { // once, before Close
+		if halted {
+			return nil
+		}
+		halted = true
+		stop.Store(true)
+		return errors.Join(sink.Close(), <-arrived)
 	}
+	defer halt()
 
 	inst := k.New(size)
 	time.Sleep(100 * time.Millisecond) // let the sink spread
@@ -131,7 +121,7 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 	start := time.Now()
 	for i := range reps {
 		t := time.Now()
-		if err := kernels.RunVersion(rt, lo, inst.Fairly); err != nil {
+		if err := kernels.RunFairly(rt, lo, inst); err != nil {
 			return err
 		}
 		if err := inst.Check(); err != nil {
@@ -141,11 +131,8 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 	}
 	wall := time.Since(start)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	stop.Store(true)
-	for _, wait := range background {
-		if err := wait(); err != nil {
-			return err
-		}
+	if err := halt(); err != nil {
+		return err
 	}
 	pl := <-samples
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
