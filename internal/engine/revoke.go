@@ -426,42 +426,36 @@ func (rt *Runtime) takeFor(r int32) *worker {
 // slow to pull one of two such threads to the idle processor (a thread that
 // ran within half a millisecond counts as cache-hot and stays put), so the
 // two shared one core for milliseconds: with a seizure every 5 ms beside
-// fib and a sink at P = 2, the process got 1.5 of the 2 cores instead of 1.7
-// (docs/results.md, "Seizures that stack workers on one core"). A worker
+// fib and a sink at P = 2, the process got 1.52 of the 2 cores, 1.63 with
+// workers here first, 1.71 with no seizures (docs/results.md, "Seizures
+// that stack workers on one core"). A worker
 // elsewhere is still taken when none here qualifies: the top priority must
 // not wait for placement (declining those seizures left the echo beside the
 // sort kernel waiting for the sort's next point, up to 4.7 ms). Where the
 // processor is not known (-1 everywhere), every worker counts as here.
 func (rt *Runtime) seize(r, here int32) *worker {
-	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
-	if v := rt.seizeAmong(r, here, true, lends); v != nil {
-		return v
-	}
-	return rt.seizeAmong(r, here, false, lends)
-}
-
-// seizeAmong is seize among the workers whose holder runs on processor here
-// (near) or elsewhere (!near).
-func (rt *Runtime) seizeAmong(r, here int32, near, lends bool) *worker {
 	now := rt.now()
+	lends := rt.borrow && rt.crit.Load().ShareByRank(int(r)) > 0
 	ws := rt.workers
 	start := int(rt.steerSeq.Add(1))
-	for i := range ws {
-		w := ws[(start+i)%len(ws)]
-		if (w.cpu.Load() == here) != near {
-			continue
-		}
-		stale := now-w.lastService.Load() >= int64(staleAfter)
-		if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
-			continue
-		}
-		if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
-			if stale {
-				v.stats.rescues.Add(1)
-			} else {
-				v.stats.seizures.Add(1)
+	for _, near := range [2]bool{true, false} { // workers here first
+		for i := range ws {
+			w := ws[(start+i)%len(ws)]
+			if (w.cpu.Load() == here) != near {
+				continue
 			}
-			return v
+			stale := now-w.lastService.Load() >= int64(staleAfter)
+			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
+				continue
+			}
+			if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
+				if stale {
+					v.stats.rescues.Add(1)
+				} else {
+					v.stats.seizures.Add(1)
+				}
+				return v
+			}
 		}
 	}
 	return nil
