@@ -136,10 +136,10 @@ func BenchmarkFibCutoff(b *testing.B) {
 // priority runs fib(25) (spawning at every call) over and over on every
 // worker; stop ends the load, waits for it and reports what the load got
 // meanwhile: fib(25)s a second, and the processor cores the process used
-// (getrusage; absent where unknown). High-priority threads that take
-// workers must not cost the load more than their own time: a worker moved
-// onto a core that already runs another leaves a core idle, which both
-// figures show.
+// (getrusage; absent where unknown), so that what the high-priority
+// threads cost the load shows beside their latency. (The load keeps only
+// about 1.5 of 2 cores busy by itself; bench/cmd/placement measures where
+// the OS puts the workers.)
 func busyLow(b *testing.B, procs int) (rt *runtime.Runtime, hi fairness.Priority, stop func()) {
 	hi, lo, crit := halves(b)
 	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})

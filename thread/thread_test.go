@@ -247,7 +247,7 @@ func TestStress(t *testing.T) {
 	checkRanOnce(t, ran)
 }
 
-// stressSetup makes a runtime of two workers under 50-25-25 and a stress
+// stressSetup makes a runtime of procs workers under 50-25-25 and a stress
 // tree over n leaves (short in -short mode), with its count of runs.
 func stressSetup(t *testing.T, procs, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, []atomic.Int32, func(*thread.Ctx, int, int) int) {
 	if testing.Short() {
