@@ -10,14 +10,18 @@
 //
 // It runs the kernel -reps times at low priority (with -criterion 50-25-25,
 // a medium-priority sink keeps every worker busy beside it, as in
-// fairbench's Table 1) and reports the kernel's time, the cores the process
-// used (getrusage over the wall time), its involuntary context switches,
+// fairbench's Table 1) and reports, over the kernel's runs (not the checks
+// of their results), the kernel's time, the cores the process used
+// (getrusage over the wall time), its involuntary context switches,
 // and, from /proc/self/task sampled every half millisecond, how often two
 // or more of its runnable threads were queued on one core while another
 // core ran none of them. That last state is what a worker moved onto a busy
 // core looks like: Linux pulls one of the two away only after a while, and
 // meanwhile the other core idles. docs/results.md, "Seizures that stack
-// workers on one core", has what it found.
+// workers on one core", has what it found. It also gives the kernel's
+// share of the workers' time, and with -cpuprofile writes a CPU profile of
+// the whole measurement, so that a kernel that takes longer than its share
+// says can be told apart from one that gets less than its share.
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,36 +43,51 @@ import (
 	"github.com/fairlyprompt/fairly/thread"
 )
 
+// options are the command's flags.
+type options struct {
+	kernel     string
+	size, reps int
+	cfg        runtime.Config
+	criterion  string
+	arrivals   time.Duration
+	cpuProfile string // file for a CPU profile of the kernel's runs, if any
+	sample     bool   // sample where the process's threads are queued
+}
+
 func main() {
-	kernel := flag.String("kernel", "fib", "kernel to run at low priority")
-	size := flag.Int("size", 0, "kernel size (0: its default)")
-	reps := flag.Int("reps", 5, "runs of the kernel")
-	procs := flag.Int("procs", 2, "fairly's workers")
-	criterion := flag.String("criterion", "50-25-25", `"50-25-25" (a sink at medium priority beside the kernel) or "alone"`)
-	arrivals := flag.Duration("arrivals", 0, "interval of top-priority thread.Run calls from an ordinary goroutine (0: none)")
-	keep := flag.Bool("keep-gomaxprocs", false, "runtime.Config.KeepGOMAXPROCS: no spare Go P beside the workers")
+	var o options
+	flag.StringVar(&o.kernel, "kernel", "fib", "kernel to run at low priority")
+	flag.IntVar(&o.size, "size", 0, "kernel size (0: its default)")
+	flag.IntVar(&o.reps, "reps", 5, "runs of the kernel")
+	flag.IntVar(&o.cfg.Procs, "procs", 2, "fairly's workers")
+	flag.StringVar(&o.criterion, "criterion", "50-25-25", `"50-25-25" (a sink at medium priority beside the kernel) or "alone"`)
+	flag.DurationVar(&o.arrivals, "arrivals", 0, "interval of top-priority thread.Run calls from an ordinary goroutine (0: none)")
+	flag.BoolVar(&o.cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "runtime.Config.KeepGOMAXPROCS: no spare Go P beside the workers")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the kernel's runs to this file")
+	flag.BoolVar(&o.sample, "sample", true, "sample the process's threads every half millisecond (it costs processor time of its own)")
 	flag.Parse()
-	if err := run(*kernel, *size, *reps, runtime.Config{Procs: *procs, KeepGOMAXPROCS: *keep}, *criterion, *arrivals); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "placement:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kernel string, size, reps int, cfg runtime.Config, criterion string, arrivals time.Duration) error {
-	k, err := kernels.Lookup(kernel)
+func run(o options) error {
+	k, err := kernels.Lookup(o.kernel)
 	if err != nil {
 		return err
 	}
+	size, reps, cfg, criterion, arrivals := o.size, o.reps, o.cfg, o.criterion, o.arrivals
 	if size == 0 {
 		size = k.DefaultSize
 	}
 	if reps < 1 || arrivals < 0 {
 		return fmt.Errorf("-reps must be at least 1 and -arrivals not negative")
 	}
-	o := fairness.NewOrder()
-	hi, mid, lo := o.New("interactive"), o.New("sink"), o.New("kernel")
-	_ = o.Less(lo, mid) // fresh priorities: neither call can fail
-	_ = o.Less(mid, hi)
+	ord := fairness.NewOrder()
+	hi, mid, lo := ord.New("interactive"), ord.New("sink"), ord.New("kernel")
+	_ = ord.Less(lo, mid) // fresh priorities: neither call can fail
+	_ = ord.Less(mid, hi)
 	shares := map[fairness.Priority]float64{hi: 50, mid: 25, lo: 25}
 	switch criterion {
 	case "50-25-25":
@@ -76,7 +96,7 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 	default:
 		return fmt.Errorf("-criterion %q is neither 50-25-25 nor alone", criterion)
 	}
-	crit, err := fairness.NewCriterion(o, shares)
+	crit, err := fairness.NewCriterion(ord, shares)
 	if err != nil {
 		return err
 	}
@@ -115,31 +135,64 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 	inst := k.New(size)
 	time.Sleep(100 * time.Millisecond) // let the sink spread
 	samples := make(chan placement, 1)
-	go sample(&stop, samples)
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	start := time.Now()
-	for i := range reps {
-		t := time.Now()
-		if err := kernels.RunFairly(rt, lo, inst); err != nil {
+	var running atomic.Bool // a kernel run is under way
+	if o.sample {
+		go sample(&stop, &running, samples)
+	} else {
+		samples <- placement{}
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
 			return err
 		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	// Only the kernel's runs count, not the checks of their results
+	// between them (bfs's takes a good part of a second on one core).
+	var (
+		wall, cpu, kernel time.Duration
+		nivcsw            int64
+		seizures, rescues uint64
+	)
+	for i := range reps {
+		st0 := rt.Stats()
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		running.Store(true)
+		t := time.Now()
+		err := kernels.RunFairly(rt, lo, inst)
+		d := time.Since(t)
+		running.Store(false)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		st1 := rt.Stats()
+		if err != nil {
+			return err
+		}
+		wall += d
+		cpu += time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+		nivcsw += ru1.Nivcsw - ru0.Nivcsw
+		kernel += kernelCPU(st0, st1, lo)
+		seizures += st1.Seizures - st0.Seizures
+		rescues += st1.Rescues - st0.Rescues
 		if err := inst.Check(); err != nil {
 			return err
 		}
-		fmt.Printf("run %d: %v\n", i+1, time.Since(t).Round(time.Millisecond))
+		fmt.Printf("run %d: %v\n", i+1, d.Round(time.Millisecond))
 	}
-	wall := time.Since(start)
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	if err := halt(); err != nil {
 		return err
 	}
 	pl := <-samples
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	st := rt.Stats()
-	fmt.Printf("%s at %s, P=%d, GOMAXPROCS %d, arrivals every %v: kernel %v in %d runs\n", kernel, criterion, rt.Procs(), goruntime.GOMAXPROCS(0), arrivals, wall.Round(time.Millisecond), reps)
+	fmt.Printf("%s at %s, P=%d, GOMAXPROCS %d, arrivals every %v: kernel %v in %d runs\n", o.kernel, criterion, rt.Procs(), goruntime.GOMAXPROCS(0), arrivals, wall.Round(time.Millisecond), reps)
 	fmt.Printf("cores used %.2f; involuntary switches %d/s; seizures %d, rescues %d\n",
-		cpu.Seconds()/wall.Seconds(), int(float64(ru1.Nivcsw-ru0.Nivcsw)/wall.Seconds()), st.Seizures, st.Rescues)
+		cpu.Seconds()/wall.Seconds(), int(float64(nivcsw)/wall.Seconds()), seizures, rescues)
+	fmt.Printf("kernel ran %v on the workers, %.3f of their time (its share %.2f)\n", kernel.Round(time.Millisecond),
+		float64(kernel)/float64(wall*time.Duration(rt.Procs())), shares[lo]/100)
 	if pl.n > 0 {
 		fmt.Printf("samples %d: runnable threads doubled up on one core while another ran none in %.1f%%\n", pl.n, 100*float64(pl.stacked)/float64(pl.n))
 	}
@@ -150,15 +203,18 @@ func run(kernel string, size, reps int, cfg runtime.Config, criterion string, ar
 type placement struct{ n, stacked int }
 
 // sample reads the state and core of every thread of the process every
-// half millisecond until stop, leaving out its own thread, and sends the
-// counts.
-func sample(stop *atomic.Bool, out chan<- placement) {
+// half millisecond while running, until stop, leaving out its own thread,
+// and sends the counts.
+func sample(stop, running *atomic.Bool, out chan<- placement) {
 	goruntime.LockOSThread() // its own thread stays out of the counts
 	self := strconv.Itoa(syscall.Gettid())
 	cores := goruntime.NumCPU()
 	var pl placement
 	for !stop.Load() {
 		time.Sleep(500 * time.Microsecond)
+		if !running.Load() {
+			continue
+		}
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			break
@@ -199,4 +255,20 @@ func count(per []int) (idle, double bool) {
 		double = double || n >= 2
 	}
 	return idle, double
+}
+
+// kernelCPU is the workers' time spent at priority p between two Stats.
+func kernelCPU(before, after runtime.Stats, p fairness.Priority) time.Duration {
+	var d time.Duration
+	for _, ps := range after.Priorities {
+		if ps.Priority == p {
+			d += ps.CPU
+		}
+	}
+	for _, ps := range before.Priorities {
+		if ps.Priority == p {
+			d -= ps.CPU
+		}
+	}
+	return d
 }
