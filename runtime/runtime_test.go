@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -83,5 +84,25 @@ func TestZeroRuntime(t *testing.T) {
 		assert.Nil(t, rt.Order())
 		assert.Nil(t, rt.Criterion())
 		assert.Zero(t, rt.Stats().Procs)
+	}
+}
+
+// New raises GOMAXPROCS to Procs+1 but never lowers it, so a program can
+// keep more Ps free (docs/tuning.md, blocking calls beside fairly); Close
+// gives back what the program had.
+func TestGOMAXPROCSOnlyRaised(t *testing.T) {
+	base := goruntime.GOMAXPROCS(0)
+	defer goruntime.GOMAXPROCS(base)
+	for _, c := range []struct{ set, procs, want int }{
+		{set: 1, procs: 2, want: 3}, // raised to Procs+1
+		{set: 6, procs: 2, want: 6}, // already higher: left alone
+		{set: 3, procs: 2, want: 3}, // exactly Procs+1
+	} {
+		goruntime.GOMAXPROCS(c.set)
+		rt, err := runtime.New(runtime.Config{Procs: c.procs})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, goruntime.GOMAXPROCS(0), "GOMAXPROCS %d, Procs %d", c.set, c.procs)
+		require.NoError(t, rt.Close())
+		assert.Equal(t, c.set, goruntime.GOMAXPROCS(0), "after Close")
 	}
 }
