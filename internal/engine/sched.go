@@ -218,7 +218,7 @@ func (w *worker) choose(cur int, now int64) int {
 	})
 	if donating {
 		w.open(p)
-		if !w.asked {
+		if !w.asked { // AsksForPrimary checks it too; here it spares the clock read
 			if now == 0 {
 				now = w.rt.now()
 			}

@@ -63,7 +63,7 @@ func main() {
 	flag.StringVar(&o.criterion, "criterion", "50-25-25", `"50-25-25" (a sink at medium priority beside the kernel) or "alone"`)
 	flag.DurationVar(&o.arrivals, "arrivals", 0, "interval of top-priority thread.Run calls from an ordinary goroutine (0: none)")
 	flag.BoolVar(&o.cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "runtime.Config.KeepGOMAXPROCS: no spare Go P beside the workers")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the kernel's runs to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement (the kernel's runs and the checks between them) to this file")
 	flag.BoolVar(&o.sample, "sample", true, "sample the process's threads every half millisecond (it costs processor time of its own)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -77,11 +77,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	size, reps, cfg, criterion, arrivals := o.size, o.reps, o.cfg, o.criterion, o.arrivals
-	if size == 0 {
-		size = k.DefaultSize
+	if o.size == 0 {
+		o.size = k.DefaultSize
 	}
-	if reps < 1 || arrivals < 0 {
+	if o.reps < 1 || o.arrivals < 0 {
 		return fmt.Errorf("-reps must be at least 1 and -arrivals not negative")
 	}
 	ord := fairness.NewOrder()
@@ -89,34 +88,34 @@ func run(o options) error {
 	_ = ord.Less(lo, mid) // fresh priorities: neither call can fail
 	_ = ord.Less(mid, hi)
 	shares := map[fairness.Priority]float64{hi: 50, mid: 25, lo: 25}
-	switch criterion {
+	switch o.criterion {
 	case "50-25-25":
 	case "alone":
 		shares = map[fairness.Priority]float64{hi: 0, mid: 0, lo: 100}
 	default:
-		return fmt.Errorf("-criterion %q is neither 50-25-25 nor alone", criterion)
+		return fmt.Errorf("-criterion %q is neither 50-25-25 nor alone", o.criterion)
 	}
 	crit, err := fairness.NewCriterion(ord, shares)
 	if err != nil {
 		return err
 	}
-	cfg.Criterion = crit
-	rt, err := runtime.New(cfg)
+	o.cfg.Criterion = crit
+	rt, err := runtime.New(o.cfg)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 
 	var sink *kernels.Sink // nil: none, already closed
-	if criterion != "alone" {
+	if o.criterion != "alone" {
 		sink = kernels.StartSink(rt, mid) // fairbench's Table 1 sink
 	}
 	var stop atomic.Bool
 	arrived := make(chan error, 1)
 	go func() { // top-priority arrivals, if any
 		var err error
-		for arrivals > 0 && !stop.Load() && err == nil {
-			time.Sleep(arrivals)
+		for o.arrivals > 0 && !stop.Load() && err == nil {
+			time.Sleep(o.arrivals)
 			_, err = thread.Run(rt, hi, func(*thread.Ctx) int { return kernels.FibSeq(10) })
 		}
 		arrived <- err
@@ -132,7 +131,7 @@ func run(o options) error {
 	}
 	defer halt()
 
-	inst := k.New(size)
+	inst := k.New(o.size)
 	time.Sleep(100 * time.Millisecond) // let the sink spread
 	samples := make(chan placement, 1)
 	var running atomic.Bool // a kernel run is under way
@@ -152,47 +151,19 @@ func run(o options) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	// Only the kernel's runs count, not the checks of their results
-	// between them (bfs's takes a good part of a second on one core).
-	var (
-		wall, cpu, kernel time.Duration
-		nivcsw            int64
-		seizures, rescues uint64
-	)
-	for i := range reps {
-		st0 := rt.Stats()
-		var ru0, ru1 syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-		running.Store(true)
-		t := time.Now()
-		err := kernels.RunFairly(rt, lo, inst)
-		d := time.Since(t)
-		running.Store(false)
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		st1 := rt.Stats()
-		if err != nil {
-			return err
-		}
-		wall += d
-		cpu += time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-		nivcsw += ru1.Nivcsw - ru0.Nivcsw
-		kernel += kernelCPU(st0, st1, lo)
-		seizures += st1.Seizures - st0.Seizures
-		rescues += st1.Rescues - st0.Rescues
-		if err := inst.Check(); err != nil {
-			return err
-		}
-		fmt.Printf("run %d: %v\n", i+1, d.Round(time.Millisecond))
+	tot, err := measure(rt, lo, inst, o.reps, &running)
+	if err != nil {
+		return err
 	}
 	if err := halt(); err != nil {
 		return err
 	}
 	pl := <-samples
-	fmt.Printf("%s at %s, P=%d, GOMAXPROCS %d, arrivals every %v: kernel %v in %d runs\n", o.kernel, criterion, rt.Procs(), goruntime.GOMAXPROCS(0), arrivals, wall.Round(time.Millisecond), reps)
+	fmt.Printf("%s at %s, P=%d, GOMAXPROCS %d, arrivals every %v: kernel %v in %d runs\n", o.kernel, o.criterion, rt.Procs(), goruntime.GOMAXPROCS(0), o.arrivals, tot.wall.Round(time.Millisecond), o.reps)
 	fmt.Printf("cores used %.2f; involuntary switches %d/s; seizures %d, rescues %d\n",
-		cpu.Seconds()/wall.Seconds(), int(float64(nivcsw)/wall.Seconds()), seizures, rescues)
-	fmt.Printf("kernel ran %v on the workers, %.3f of their time (its share %.2f)\n", kernel.Round(time.Millisecond),
-		float64(kernel)/float64(wall*time.Duration(rt.Procs())), shares[lo]/100)
+		tot.cpu.Seconds()/tot.wall.Seconds(), int(float64(tot.nivcsw)/tot.wall.Seconds()), tot.seizures, tot.rescues)
+	fmt.Printf("kernel ran %v on the workers, %.3f of their time (its share %.2f)\n", tot.kernel.Round(time.Millisecond),
+		float64(tot.kernel)/float64(tot.wall*time.Duration(rt.Procs())), shares[lo]/100)
 	if pl.n > 0 {
 		fmt.Printf("samples %d: runnable threads doubled up on one core while another ran none in %.1f%%\n", pl.n, 100*float64(pl.stacked)/float64(pl.n))
 	}
@@ -255,6 +226,46 @@ func count(per []int) (idle, double bool) {
 		double = double || n >= 2
 	}
 	return idle, double
+}
+
+// totals sum what the kernel's runs took.
+type totals struct {
+	wall, cpu, kernel time.Duration // kernel: the workers' time at its priority
+	nivcsw            int64
+	seizures, rescues uint64
+}
+
+// measure runs the kernel reps times at priority lo and checks each result,
+// setting running during each run. Only the runs count, not the checks
+// between them (bfs's takes a good part of a second on one core).
+func measure(rt *runtime.Runtime, lo fairness.Priority, inst kernels.Instance, reps int, running *atomic.Bool) (totals, error) {
+	var tot totals
+	for i := range reps {
+		st0 := rt.Stats()
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		running.Store(true)
+		t := time.Now()
+		err := kernels.RunFairly(rt, lo, inst)
+		d := time.Since(t)
+		running.Store(false)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		st1 := rt.Stats()
+		if err == nil {
+			err = inst.Check()
+		}
+		if err != nil {
+			return tot, err
+		}
+		tot.wall += d
+		tot.cpu += time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+		tot.nivcsw += ru1.Nivcsw - ru0.Nivcsw
+		tot.kernel += kernelCPU(st0, st1, lo)
+		tot.seizures += st1.Seizures - st0.Seizures
+		tot.rescues += st1.Rescues - st0.Rescues
+		fmt.Printf("run %d: %v\n", i+1, d.Round(time.Millisecond))
+	}
+	return tot, nil
 }
 
 // kernelCPU is the workers' time spent at priority p between two Stats.
