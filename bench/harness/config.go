@@ -140,6 +140,10 @@ type Config struct {
 	// experiment, per virtual second (0: 2000, the stress its tables are
 	// made with; fairbench's Table 1 echo runs at EchoRate, 50 by default).
 	SimRate float64
+	// SimSeed is the seed of the sim experiment (0: DefaultSimSeed): one
+	// seed gives one schedule; medians over seeds show the spread of
+	// the random primary priorities, wide at P = 2 (docs/simulation.md).
+	SimSeed uint64
 	// EchoFor is how long the driver runs in table5 and fig9, where the
 	// kernel repeats until the driver is done.
 	EchoFor time.Duration
@@ -169,6 +173,17 @@ type Config struct {
 
 // simRate is SimRate or its default.
 func (c *Config) simRate() float64 { return simRateOr(c.SimRate) }
+
+// simSeed is SimSeed or its default.
+func (c *Config) simSeed() uint64 { return simSeedOr(c.SimSeed) }
+
+// simSeedOr is seed, or DefaultSimSeed for 0.
+func simSeedOr(seed uint64) uint64 {
+	if seed == 0 {
+		return DefaultSimSeed
+	}
+	return seed
+}
 
 // simRateOr is rate, or defaultSimRate for 0.
 func simRateOr(rate float64) float64 {

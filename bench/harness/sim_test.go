@@ -36,6 +36,13 @@ func TestSimExperiment(t *testing.T) {
 		assert.LessOrEqual(t, r.PhaseBoundSpeedup, r.BoundSpeedup*1.001, "%s P=%d: the phase bound is the tighter", rec.Kernel, rec.Procs)
 		assert.Positive(t, r.Bounds, "theorems checked")
 	}
+	for _, rec := range res.Records {
+		if rec.Kind == kindSimWTA {
+			r := rec.SimRecord
+			assert.Positive(t, r.WaitP99us, "%s P=%d", rec.Kernel, rec.Procs)
+			assert.Less(t, r.WaitP99us, r.ResponseP99us, "the wait is part of the response")
+		}
+	}
 	assert.Equal(t, map[string]int{kindSimCosts: 1, kindSim: 2 * 2 * 2, kindSimWTA: 2 * 2}, kinds)
 
 	dir := t.TempDir()
@@ -68,4 +75,39 @@ func TestSimNotDefault(t *testing.T) {
 	err := cfg.Validate()
 	require.ErrorIs(t, err, ErrConfig)
 	assert.Contains(t, err.Error(), "sim")
+}
+
+// A run with almost no arrivals has settings in which no interactive
+// thread ended: the table shows a dash there instead of failing, and the
+// seed, recorded with the results, changes the schedules.
+func TestSimSeedAndQuietRuns(t *testing.T) {
+	run := func(seed uint64, rate float64) *Results {
+		cfg := tinyConfig(t)
+		cfg.Experiments = []string{"sim"}
+		cfg.Kernels = lookup(t, "fib")
+		cfg.Procs = []int{2}
+		cfg.SimRate, cfg.SimSeed = rate, seed
+		require.NoError(t, cfg.Validate())
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		return res
+	}
+	digests := func(res *Results) (d []string) {
+		for _, rec := range res.Records {
+			if rec.SimRecord != nil {
+				d = append(d, rec.SimRecord.Digest)
+			}
+		}
+		return d
+	}
+	assert.NotEqual(t, digests(run(7, 0)), digests(run(8, 0)))
+	a := run(7, 0.001)
+	assert.Equal(t, uint64(7), a.SimSeed)
+	for _, rec := range a.Records {
+		if rec.Kind == kindSimWTA {
+			assert.Zero(t, rec.SimRecord.Responses)
+		}
+	}
+	assert.Contains(t, Markdown(a), "| — |")
+	assert.Contains(t, Markdown(a), "seed 7")
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"slices"
@@ -38,6 +39,9 @@ func simCalibration() (sim.Costs, sim.Grain, error) {
 	c.Round = roundCost()
 	c.Service = serviceCost()
 	c.Handoff = handoffCost()
+	if c.Arrive, err = arriveCost(); err != nil {
+		return c, g, err
+	}
 	c.Wake = wakeCost()
 	c.SpinWake = spinWakeCost()
 	c.Steer = steerCost()
@@ -193,6 +197,55 @@ func handoffCost() int64 {
 			<-pong
 		}
 	}) / 2
+}
+
+// arriveCost is how long a thread takes to run again after Await, once
+// the awaited call has returned, on an idle runtime: what the echo's
+// thread, resumed when its read returns, spends taking a worker (the part
+// of a response that Table 3's records call fairly's part). The call
+// returns 1 ms after the previous one; after 20 ms, the real echo's
+// interval, this machine takes 6–8 µs instead of 1–2 (docs/simulation.md).
+func arriveCost() (int64, error) {
+	rt, err := fairlyrt.New(fairlyrt.Config{Procs: 1})
+	if err != nil {
+		return 0, err
+	}
+	ch := make(chan time.Time)
+	got := make(chan []int64, 1)
+	go func() {
+		var ns []int64
+		_, err := thread.Run(rt, rt.Order().Top(), func(c *thread.Ctx) int {
+			for {
+				back := thread.Await(c, func() time.Time {
+					if _, ok := <-ch; !ok {
+						return time.Time{}
+					}
+					return time.Now()
+				})
+				if back.IsZero() {
+					return 0
+				}
+				ns = append(ns, int64(time.Since(back)))
+			}
+		})
+		if err != nil {
+			ns = nil
+		}
+		got <- ns
+	}()
+	for range 50 {
+		time.Sleep(time.Millisecond)
+		ch <- time.Now()
+	}
+	close(ch)
+	ns := <-got
+	if err := rt.Close(); err != nil {
+		return 0, err
+	}
+	if len(ns) == 0 {
+		return 0, errors.New("calibration: the awaiting thread did not run")
+	}
+	return median(ns), nil
 }
 
 // wakeCost is how long a goroutine parked for a while takes to run after

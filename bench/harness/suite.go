@@ -102,6 +102,7 @@ type Results struct {
 	EchoRate float64       `json:"echo_rate"`
 	EchoFor  time.Duration `json:"echo_for_ns"`
 	SimRate  float64       `json:"sim_rate,omitempty"`
+	SimSeed  uint64        `json:"sim_seed,omitempty"`
 	StallMiB int           `json:"stall_mib,omitempty"`
 	HTTP     *HTTPConfig   `json:"http,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
@@ -113,6 +114,9 @@ type Results struct {
 // simRate is the sim experiment's arrival rate (results written before it
 // was recorded ran at the default).
 func (r *Results) simRate() float64 { return simRateOr(r.SimRate) }
+
+// simSeed is the sim experiment's seed (likewise).
+func (r *Results) simSeed() uint64 { return simSeedOr(r.SimSeed) }
 
 // find returns the record matching every non-zero field of want, and its
 // grain, or nil.
@@ -161,7 +165,7 @@ func Run(cfg Config) (*Results, error) {
 	s := &suite{cfg: &cfg, instances: make(map[string]kernels.Instance), tmp: tmp}
 	res := &Results{
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
-		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(),
+		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(), SimSeed: cfg.simSeed(),
 		HTTP: cfg.httpResults(),
 	}
 	for _, k := range cfg.Kernels {

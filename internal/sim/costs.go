@@ -14,6 +14,7 @@ type Costs struct {
 	Deal      int64 // a deal: split a bank, claim and fill a mailbox
 	Receive   int64 // taking a dealt batch into the banks
 	Handoff   int64 // a token handed to a parked goroutine (park and resume)
+	Arrive    int64 // a thread resumed from outside (its awaited call returned) taking a worker
 	Wake      int64 // waking a parked idle worker
 	SpinWake  int64 // an idle worker still spinning noticing new work
 	Steer     int64 // a thread from outside reaching a worker's inbox
@@ -26,7 +27,7 @@ type Costs struct {
 func DefaultCosts() Costs {
 	return Costs{
 		Spawn: 22, Join: 22, Service: 46, Round: 8, Deal: 471, Receive: 45,
-		Handoff: 184, Wake: 1202, SpinWake: 200, Steer: 38, SinkChunk: 10540,
+		Handoff: 184, Arrive: 1122, Wake: 1202, SpinWake: 200, Steer: 38, SinkChunk: 10540,
 	}
 }
 

@@ -98,6 +98,10 @@ type Result struct {
 	Responses []int64
 	Arrivals  []int64
 	Pending   []int64
+	// Waits are the interactive threads' waits for a worker, arrival to
+	// their first instruction, in the order of Responses: the part of a
+	// response that fairbench's real records call fairly's part.
+	Waits []int64
 	// Gap is the longest stretch of a thread's code without a preemption
 	// point.
 	Gap int64
@@ -277,6 +281,7 @@ func (s *sim) arrival(now int64) {
 	t.index = len(s.res.Arrivals)
 	s.res.Arrivals = append(s.res.Arrivals, now)
 	s.res.Responses = append(s.res.Responses, -1)
+	s.res.Waits = append(s.res.Waits, -1)
 	w := s.takeOver(item{t: t}, now)
 	if w < 0 {
 		w = s.steer(item{t: t}, now)
@@ -299,7 +304,7 @@ func (s *sim) takeOver(it item, now int64) int {
 		if w := s.workers[(start+1+i)%n]; w.asleep {
 			w.inbox = append(w.inbox, it)
 			w.attn = true
-			w.resume(now, now) // the arriving goroutine runs already: no wake-up
+			w.resume(now, now+s.c.Arrive) // the arriving goroutine runs already: no wake-up
 			return w.id
 		}
 	}
@@ -313,7 +318,7 @@ func (s *sim) takeOver(it item, now int64) int {
 		if !stale && !policy.Seizes(r, w.cur, w.primary, lends) {
 			continue
 		}
-		if s.revoke(w, r, true, !stale, now) {
+		if s.revoke(w, r, true, !stale, s.c.Arrive, now) {
 			w.inbox = append(w.inbox, it)
 			return w.id
 		}
@@ -338,7 +343,7 @@ func (s *sim) steer(it item, now int64) int {
 	}
 	best.give(it, now)
 	if policy.SteerRevokes(bestScore) {
-		s.revoke(best, it.t.rank, true, false, now)
+		s.revoke(best, it.t.rank, true, false, s.c.Handoff, now)
 	}
 	return best.id
 }
@@ -368,7 +373,7 @@ func (s *sim) tick(now int64) {
 		// RevokeBlocked: nobody waits, but a round went by; it is blocked,
 		// most likely, and costs no processor detached.
 		if v := policy.Watchdog(s.ticks[i], roundTicks, demand); v != policy.Wait {
-			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, false, now) {
+			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, false, s.c.Handoff, now) {
 				revoked = int32(i)
 			}
 		}
@@ -437,15 +442,15 @@ func (s *sim) finish() {
 		busy += d // on the workers' cores
 	}
 	s.res.Idle = max(0, 1-float64(busy)/float64(end*int64(len(s.workers)))) // over the whole run, lead included
-	var rs, as []int64
+	var rs, as, ws []int64
 	for i, r := range s.res.Responses {
 		if r < 0 {
 			s.res.Pending = append(s.res.Pending, s.res.Arrivals[i])
 			continue
 		}
-		rs, as = append(rs, r), append(as, s.res.Arrivals[i])
+		rs, as, ws = append(rs, r), append(as, s.res.Arrivals[i]), append(ws, s.res.Waits[i])
 	}
-	s.res.Responses, s.res.Arrivals = rs, as
+	s.res.Responses, s.res.Arrivals, s.res.Waits = rs, as, ws
 	s.res.Events = s.log.n
 	s.res.Digest = s.log.digest
 	s.res.Log = s.log.entries

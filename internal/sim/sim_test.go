@@ -177,8 +177,11 @@ func TestStallRescue(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, res.Rescues, "tokens were revoked")
 	require.NotEmpty(t, res.Responses)
-	for _, r := range res.Responses {
+	require.Len(t, res.Waits, len(res.Responses))
+	for i, r := range res.Responses {
 		assert.Less(t, r, int64(policy.StallTicks+2)*DefaultParams().Interrupt, "an interactive thread waited for a library call")
+		assert.GreaterOrEqual(t, res.Waits[i], DefaultCosts().Arrive, "a wait costs at least the arrival")
+		assert.LessOrEqual(t, res.Waits[i]+cfg.EchoWork, r, "the thread's own work follows its wait")
 	}
 	assert.Empty(t, Violations(cfg, res))
 }

@@ -23,6 +23,7 @@ type vtask struct {
 	state       uint8
 	waiters     []item
 	arrived     int64
+	started     int64 // an interactive thread's first instruction
 	finished    int64
 	interactive bool
 	index       int // of an interactive thread, in Result.Arrivals
@@ -81,6 +82,9 @@ type vgor struct {
 
 // start makes g run thread t on w.
 func (g *vgor) start(w *vworker, t *vtask) {
+	if t.interactive {
+		t.started = w.t
+	}
 	g.frames = append(g.frames, frame{t: t, node: t.node, own: true, floor: g.floor})
 	g.floor = len(g.lazy)
 }
@@ -229,6 +233,7 @@ func (g *vgor) end(w *vworker, fr frame) {
 	switch {
 	case t.interactive:
 		s.res.Responses[t.index] = t.finished - t.arrived
+		s.res.Waits[t.index] = t.started - t.arrived
 	case t == s.kernel:
 		s.done = true
 	}

@@ -523,8 +523,10 @@ func (w *vworker) charge(now int64) {
 // as a continuation when its segment ends; w goes on with a new goroutine.
 // busy says it computes: policy.RefuseRevoke limits those. seize counts it
 // as a seizure (a ready thread took a worker that would switch to it), not
-// a rescue of a stale worker.
-func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
+// a rescue of a stale worker. cost is the new goroutine's taking of the
+// token: Costs.Arrive when an arriving goroutine takes it, Costs.Handoff
+// when a fresh one does.
+func (s *sim) revoke(w *vworker, below int, busy, seize bool, cost, now int64) bool {
 	g := w.g
 	if g == nil || !g.inSegment || w.cur >= below {
 		return false
@@ -559,7 +561,7 @@ func (s *sim) revoke(w *vworker, below int, busy, seize bool, now int64) bool {
 	w.attn = true
 	w.t, w.base = now, now
 	w.setRunning(policy.NoRank)
-	w.t += s.c.Handoff
+	w.t += cost
 	w.schedule()
 	return true
 }

@@ -148,6 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	expList := fs.String("experiments", "all", "comma-separated experiments, or all")
 	rate := fs.Float64("rate", 50, fmt.Sprintf("echo requests per second, above 0 and at most %d", harness.MaxEchoRate))
 	simRate := fs.Float64("sim-rate", 2000, fmt.Sprintf("interactive arrivals per virtual second of the sim experiment, above 0 and at most %d", harness.MaxEchoRate))
+	simSeed := fs.Uint64("sim-seed", harness.DefaultSimSeed, "seed of the sim experiment: one seed gives one schedule (the default makes docs/simulation.md's tables)")
 	echoFor := fs.Duration("echo-for", 0, "length of the echo replays of table5 and fig9 (default 2s quick, 10s full)")
 	fibSize := fs.Int("fib", 0, fmt.Sprintf("n of fib in table5 and fig9, 1 to %d (default: the size of fib)", harness.MaxFibSize))
 	out := fs.String("out", "fairbench-report", "report folder")
@@ -170,10 +171,13 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	if *out == "" {
 		return nil, "", false, errors.New("-out is empty")
 	}
+	if *simSeed == 0 {
+		return nil, "", false, errors.New("-sim-seed is 0; give a positive seed")
+	}
 	if *full {
 		*quick = false
 	}
-	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
+	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, SimSeed: *simSeed, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
 		HTTP: harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB}}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
