@@ -61,14 +61,15 @@ func badConfig(format string, a ...any) error { return &configError{fmt.Sprintf(
 
 // Bounds of a Config: beyond them a run is a mistake, not an experiment.
 const (
-	MaxProcs    = 256       // processor counts
-	MaxReps     = 1000      // repetitions
-	MaxEchoRate = 10_000    // echo requests per second
-	MaxEchoFor  = time.Hour // length of an echo replay
-	MaxFibSize  = 50        // n of table5 and fig9
-	MaxStallMiB = 1024      // input of the stall experiment
-	maxShare    = 50        // interactive share of fig9, in percent
-	maxWeight   = 1e6       // a criterion's share
+	MaxProcs    = 256             // processor counts
+	MaxReps     = 1000            // repetitions
+	MaxEchoRate = 10_000          // echo requests per second
+	MaxEchoFor  = time.Hour       // length of an echo replay
+	MaxFibSize  = 50              // n of table5 and fig9
+	MaxStallMiB = 1024            // input of the stall experiment
+	MaxSimWork  = 5 * time.Second // simulated work per worker
+	maxShare    = 50              // interactive share of fig9, in percent
+	maxWeight   = 1e6             // a criterion's share
 )
 
 // Experiments lists the experiment names in the order of the report.
@@ -144,6 +145,11 @@ type Config struct {
 	// seed gives one schedule; medians over seeds show the spread of
 	// the random primary priorities, wide at P = 2 (docs/simulation.md).
 	SimSeed uint64
+	// SimWork is the work per worker of the sim experiment's kernels, in
+	// virtual time (0: 50 ms, tens of rounds at every P). Fairbench's
+	// Table 1 kernels run about ten times longer; at P = 2 a run as long
+	// as theirs samples the primary priority as often (docs/simulation.md).
+	SimWork time.Duration
 	// EchoFor is how long the driver runs in table5 and fig9, where the
 	// kernel repeats until the driver is done.
 	EchoFor time.Duration
@@ -185,6 +191,17 @@ func simSeedOr(seed uint64) uint64 {
 	return seed
 }
 
+// simWork is SimWork or its default.
+func (c *Config) simWork() time.Duration { return simWorkOr(c.SimWork) }
+
+// simWorkOr is work, or simPerWorker for 0.
+func simWorkOr(work time.Duration) time.Duration {
+	if work == 0 {
+		return simPerWorker
+	}
+	return work
+}
+
 // simRateOr is rate, or defaultSimRate for 0.
 func simRateOr(rate float64) float64 {
 	if rate == 0 {
@@ -214,6 +231,8 @@ func (c *Config) Validate() error {
 		return badConfig("repetitions %d is not in 1..%d", c.Reps, MaxReps)
 	case !(c.EchoRate > 0 && c.EchoRate <= MaxEchoRate):
 		return badConfig("echo rate %v is not in (0, %d] requests per second", c.EchoRate, MaxEchoRate)
+	case c.SimWork != 0 && (c.SimWork < time.Millisecond || c.SimWork > MaxSimWork):
+		return badConfig("simulated work per worker %v is not in [1ms, %v] (0: the default, %v)", c.SimWork, MaxSimWork, simPerWorker)
 	case !(c.SimRate >= 0 && c.SimRate <= MaxEchoRate):
 		return badConfig("simulated arrival rate %v is not in [0, %d] per second (0: the default, %d)", c.SimRate, MaxEchoRate, defaultSimRate)
 	case c.EchoFor <= 0 || c.EchoFor > MaxEchoFor:

@@ -274,6 +274,8 @@ func TestValidate(t *testing.T) {
 		"large fib":     func(c *Config) { c.FibSize = MaxFibSize + 1 },
 		"stall input":   func(c *Config) { c.StallMiB = -1 },
 		"sim rate":      func(c *Config) { c.SimRate = -1 },
+		"sim work":      func(c *Config) { c.SimWork = time.Microsecond },
+		"huge sim work": func(c *Config) { c.SimWork = time.Hour },
 		"NaN sim rate":  func(c *Config) { c.SimRate = math.NaN() },
 	} {
 		cfg := tinyConfig(t)

@@ -30,8 +30,8 @@ const (
 	kindSimCosts = "sim-calibration" // the costs simulated with and measured now
 )
 
-// The simulated workload, the same at every P: a kernel of simPerWorker of
-// work per worker (weak scaling, so that every P sees tens of rounds) and
+// The simulated workload, the same at every P: a kernel of Config.SimWork
+// (simPerWorker unless set) of work per worker (weak scaling, so that every P sees tens of rounds) and
 // interactive threads of simEchoWork each arriving at Config.SimRate per
 // second (defaultSimRate unless set).
 const (
@@ -110,7 +110,8 @@ type simRuns struct {
 	once    sync.Once
 	jobs    []*simJob
 	byKey   map[string]*simJob
-	kernels sync.Map // "name/P" → *kernelOnce
+	kernels sync.Map      // "name/P" → *kernelOnce
+	work    time.Duration // the kernels' work per worker
 }
 
 type kernelOnce struct {
@@ -148,7 +149,7 @@ func (r *simRuns) kernel(name string, procs int) (*sim.Kernel, error) {
 	v, _ := r.kernels.LoadOrStore(fmt.Sprint(name, "/", procs), &kernelOnce{})
 	ko := v.(*kernelOnce)
 	ko.once.Do(func() {
-		ko.k, ko.err = sim.NewKernel(name, int64(procs)*int64(simPerWorker), sim.DefaultGrain(), sim.DefaultCosts())
+		ko.k, ko.err = sim.NewKernel(name, int64(procs)*int64(r.work), sim.DefaultGrain(), sim.DefaultCosts())
 	})
 	return ko.k, ko.err
 }
@@ -157,6 +158,7 @@ func (r *simRuns) kernel(name string, procs int) (*sim.Kernel, error) {
 // each criterion, and winner-take-all.
 func (r *simRuns) plan(cfg *Config) {
 	r.byKey = make(map[string]*simJob)
+	r.work = cfg.simWork()
 	add := func(name string, procs int, c Criterion) {
 		key := simKey(name, procs, c)
 		if r.byKey[key] != nil {
@@ -167,7 +169,9 @@ func (r *simRuns) plan(cfg *Config) {
 			if err != nil {
 				return sim.Config{}, err
 			}
-			sc := sim.Config{Procs: procs, Criterion: c, Kernel: k, Seed: cfg.simSeed()}
+			// A long -sim-work needs more than the default limit of a thousand rounds.
+			sc := sim.Config{Procs: procs, Criterion: c, Kernel: k, Seed: cfg.simSeed(),
+				Limit: max(1000*sim.DefaultParams().Quantum, 20*int64(r.work))}
 			if c != simAlone { // the sink and the echo start first, as in Tables 1 and 3
 				sc.Rate, sc.EchoWork = cfg.simRate(), int64(simEchoWork)
 				sc.Sink, sc.Lead = c != simWTA, sim.DefaultParams().Quantum
@@ -392,7 +396,7 @@ func simSections(res *Results) []Section {
 				"and interactive threads of %v arriving as a Poisson process at %g/s at high priority, each taking a worker at once as a thread resumed on its goroutine does. Quantum %v, deals every %v, interrupt %v, prompt budget %v; seed %d. "+
 				"Stretch is loaded over alone; response is arrival to end; speedup is work over time alone, against min(P, work/span) and against the phase bound (max(W/P, S) summed over the kernel's phases, which no scheduler beats). "+
 				"Every run checked the paper's Theorems 2 and 3 (bounds checked: all held).",
-				simPerWorker, simEchoWork, res.simRate(), time.Duration(p.Quantum), time.Duration(p.DealInterval), time.Duration(p.Interrupt), time.Duration(p.Budget), res.simSeed()),
+				res.simWork(), simEchoWork, res.simRate(), time.Duration(p.Quantum), time.Duration(p.DealInterval), time.Duration(p.Interrupt), time.Duration(p.Budget), res.simSeed()),
 			Table: t.String(),
 			Chart: "sim-stretch.png",
 			draw:  func(path string) error { return drawSimStretch(res, kernels, path) },

@@ -103,6 +103,7 @@ type Results struct {
 	EchoFor  time.Duration `json:"echo_for_ns"`
 	SimRate  float64       `json:"sim_rate,omitempty"`
 	SimSeed  uint64        `json:"sim_seed,omitempty"`
+	SimWork  time.Duration `json:"sim_work_ns,omitempty"`
 	StallMiB int           `json:"stall_mib,omitempty"`
 	HTTP     *HTTPConfig   `json:"http,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
@@ -117,6 +118,9 @@ func (r *Results) simRate() float64 { return simRateOr(r.SimRate) }
 
 // simSeed is the sim experiment's seed (likewise).
 func (r *Results) simSeed() uint64 { return simSeedOr(r.SimSeed) }
+
+// simWork is the sim experiment's work per worker (likewise).
+func (r *Results) simWork() time.Duration { return simWorkOr(r.SimWork) }
 
 // find returns the record matching every non-zero field of want, and its
 // grain, or nil.
@@ -165,7 +169,7 @@ func Run(cfg Config) (*Results, error) {
 	s := &suite{cfg: &cfg, instances: make(map[string]kernels.Instance), tmp: tmp}
 	res := &Results{
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
-		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(), SimSeed: cfg.simSeed(),
+		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(), SimSeed: cfg.simSeed(), SimWork: cfg.simWork(),
 		HTTP: cfg.httpResults(),
 	}
 	for _, k := range cfg.Kernels {

@@ -70,6 +70,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-rate", "-3"}, "echo rate -3 is not in (0, 10000]"},
 		{[]string{"-rate", "1e9"}, "echo rate 1e+09 is not in (0, 10000]"},
 		{[]string{"-sim-rate", "0"}, "-sim-rate 0 is not between"},
+		{[]string{"-sim-work", "0s"}, "-sim-work 0s is not between"},
+		{[]string{"-sim-work", "1h"}, "-sim-work 1h0m0s is not between"},
 		{[]string{"-sim-seed", "0"}, "-sim-seed is 0; give a positive seed"},
 		{[]string{"-sim-seed", "-1"}, `invalid value "-1" for flag -sim-seed`},
 		{[]string{"-echo-for", "-1s"}, "echo replay length -1s is not in (0, 1h0m0s]"},
