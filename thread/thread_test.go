@@ -645,7 +645,7 @@ func TestGoexitAndSelfJoin(t *testing.T) {
 }
 
 // Handle.Wait and Run inside a thread fail at once instead of holding the
-// worker; inside Await they are allowed.
+// worker; inside Await they are allowed, and after it fail again.
 func TestWaitInsideThread(t *testing.T) {
 	_, ps, c := three(t, 50, 25, 25)
 	rt := newRT(t, 1, c)
@@ -662,6 +662,13 @@ func TestWaitInsideThread(t *testing.T) {
 			v := thread.Await(c, func() int { v, e := h.Wait(); err = e; return v })
 			if v != 1 || err != nil {
 				return fmt.Errorf("Wait inside Await: %d %v", v, err)
+			}
+			v = thread.Await(c, func() int { v, e := thread.Run(rt, p, func(*thread.Ctx) int { return 2 }); err = e; return v })
+			if v != 2 || err != nil {
+				return fmt.Errorf("Run inside Await: %d %v", v, err)
+			}
+			if _, err := thread.Run(rt, p, func(*thread.Ctx) int { return 1 }); !errors.Is(err, thread.ErrWaitInThread) {
+				return fmt.Errorf("Run after Await: %v", err)
 			}
 			return nil
 		})

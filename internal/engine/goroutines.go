@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
-	"sync"
 	"sync/atomic"
 )
 
@@ -52,6 +50,9 @@ type gor struct {
 	tid     atomic.Int32
 	demoted bool
 	detCPU  int64
+	// lockSeq counts g's locks and unlocks of its OS thread, odd while it
+	// holds it locked; callers that find g in locks read it (self.go).
+	lockSeq atomic.Uint32
 	// held is the worker whose token g was given last (start, resume,
 	// adopt). While g runs thread code it holds that token, so a revoker
 	// that wins the swap of g's mode learns from it which worker it took,
@@ -80,6 +81,8 @@ type gor struct {
 	// g is the record of an ordinary goroutine in RunHere, whose OS thread
 	// is never demoted (see revoke.go).
 	locked, pinned, caller bool
+	// lockKey is the key of the OS thread g holds locked (self.go).
+	lockKey int64
 	// region is the execution-trace region of the thread code it runs now,
 	// while runtime/trace records (see Runtime.regions).
 	region *trace.Region
@@ -115,10 +118,12 @@ func (g *gor) start(w *worker) {
 // token; a spare parks first until it is handed one.
 func (g *gor) main() {
 	defer g.rt.gors.Done()
-	defer g.unlock() // a pinned goroutine keeps its thread, which Go then ends
-	id := goid()
-	runtimeGors.Store(id, g)
-	defer runtimeGors.Delete(id)
+	defer func() {
+		g.unlock() // a pinned goroutine keeps its thread, which Go then ends
+		if g.locked {
+			g.forget()
+		}
+	}()
 	goexit := true
 	defer func() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
@@ -149,8 +154,7 @@ func (g *gor) main() {
 // If t calls runtime.Goexit, the calling goroutine exits, as it would
 // calling it directly; the worker carries on.
 func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
-	id := goid()
-	if _, ok := runtimeGors.Load(id); ok {
+	if lockedSelf() != nil {
 		return false, nil
 	}
 	w := rt.takeFor(t.rank)
@@ -163,8 +167,6 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	// in roots before closing is looked at, as in Submit.
 	rt.gors.Add(1)
 	defer rt.gors.Done()
-	runtimeGors.Store(id, g)
-	defer runtimeGors.Delete(id)
 	rt.roots.Add(1)
 	if rt.closing.Load() {
 		rt.roots.Add(-1)
@@ -236,31 +238,6 @@ func (rt *Runtime) takeSleeper() *worker {
 	return nil
 }
 
-// runtimeGors maps the ids of the runtime's goroutines, over all runtimes,
-// onto them. Goroutine ids are never reused, so an entry cannot mistake
-// another goroutine for one of ours.
-var runtimeGors sync.Map // uint64 → *gor
-
-// goid is the calling goroutine's id, read from the header of its stack
-// trace ("goroutine 123 [running]:"): a few microseconds, for misuse checks
-// on blocking calls only.
-func goid() uint64 {
-	var buf [40]byte
-	b := buf[:goruntime.Stack(buf[:], false)]
-	const prefix = "goroutine "
-	if len(b) < len(prefix) {
-		return 0
-	}
-	var id uint64
-	for _, c := range b[len(prefix):] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
-}
-
 // InThread reports whether the calling goroutine runs a thread's code (not
 // an Await-ed call), on any runtime. Blocking calls that wait for other
 // threads, such as Task.Wait, must not be made there: they hold a worker.
@@ -273,10 +250,11 @@ func (rt *Runtime) inThread() bool {
 }
 
 // threadGor is the runtime goroutine of the caller if it runs a thread's
-// code, else nil.
+// code, else nil; a goroutine in thread code holds its thread locked (I1 in
+// self.go).
 func threadGor() *gor {
-	if g, ok := runtimeGors.Load(goid()); ok && g.(*gor).mode.Load() != modeSched {
-		return g.(*gor)
+	if g := lockedSelf(); g != nil && g.mode.Load() != modeSched {
+		return g
 	}
 	return nil
 }

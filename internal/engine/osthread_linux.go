@@ -99,6 +99,13 @@ func gettid() int32 {
 	return int32(tid)
 }
 
+// threadKey identifies the calling goroutine's OS thread for self.go: its
+// thread id, which it also returns as tid.
+func threadKey() (key int64, tid int32) {
+	t := gettid()
+	return int64(t), t
+}
+
 // threadCPU is the processor time OS thread tid of the process has used, in
 // ns, or -1 if it is not known.
 func threadCPU(tid int32) int64 {

@@ -224,17 +224,19 @@ func (l *detachedList) settle(g *gor) {
 	}
 }
 
-// lock locks g to its OS thread, if it is not locked already, and learns
-// the thread's id, for the watchdog to read its processor time and to
-// demote it.
+// lock locks g to its OS thread, if it is not locked already, registers
+// it as the thread's goroutine (self.go) and learns the thread's id, for the
+// watchdog to read its processor time and to demote it.
 func (g *gor) lock() {
 	if g.locked {
 		return
 	}
 	goruntime.LockOSThread()
 	g.locked = true
+	k, tid := threadKey()
+	g.register(k)
 	if !g.caller {
-		g.tid.Store(gettid())
+		g.tid.Store(tid)
 	}
 }
 
@@ -244,6 +246,7 @@ func (g *gor) unlock() {
 		return
 	}
 	g.tid.Store(0)
+	g.forget()
 	g.locked = false
 	goruntime.UnlockOSThread()
 }
