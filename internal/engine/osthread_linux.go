@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -100,7 +101,8 @@ func gettid() int32 {
 }
 
 // threadKey identifies the calling goroutine's OS thread for self.go: its
-// thread id, which it also returns as tid.
+// thread id, which it also returns as tid. Linux keeps thread ids below
+// 1<<22 (PID_MAX_LIMIT).
 func threadKey() (key int64, tid int32) {
 	t := gettid()
 	return int64(t), t
@@ -173,4 +175,48 @@ func changeAttr(tid int, change func(*unix.SchedAttr)) error {
 		return e
 	}
 	return nil
+}
+
+// lockTable maps thread ids to goroutines with atomic words and no
+// allocation on the way (a lock and an unlock of a thread's goroutine at
+// every Await): 1<<10 chunks of 1<<12 slots, a chunk made when a thread id
+// in its range first comes (a process's ids lie close together).
+type lockTable struct {
+	chunks [1 << 10]atomic.Pointer[[1 << 12]atomic.Pointer[gor]]
+}
+
+// slot is the word of thread id k, nil for an id out of range.
+func (t *lockTable) slot(k int64, grow bool) *atomic.Pointer[gor] {
+	if k <= 0 || k >= 1<<22 {
+		return nil
+	}
+	c := &t.chunks[k>>12]
+	ch := c.Load()
+	if ch == nil {
+		if !grow {
+			return nil
+		}
+		c.CompareAndSwap(nil, new([1 << 12]atomic.Pointer[gor]))
+		ch = c.Load()
+	}
+	return &ch[k&(1<<12-1)]
+}
+
+func (t *lockTable) load(k int64) *gor {
+	if s := t.slot(k, false); s != nil {
+		return s.Load()
+	}
+	return nil
+}
+
+func (t *lockTable) store(k int64, g *gor) {
+	if s := t.slot(k, true); s != nil {
+		s.Store(g)
+	}
+}
+
+func (t *lockTable) remove(k int64, g *gor) {
+	if s := t.slot(k, false); s != nil {
+		s.CompareAndSwap(g, nil)
+	}
 }

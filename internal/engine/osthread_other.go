@@ -2,7 +2,10 @@
 
 package engine
 
-import goruntime "runtime"
+import (
+	goruntime "runtime"
+	"sync"
+)
 
 // osYield does nothing where sched_yield is not at hand: Gosched would be
 // the next best thing for wake-ups, but it keeps the P from polling the
@@ -51,3 +54,17 @@ func goid() uint64 {
 	}
 	return id
 }
+
+// lockTable maps goroutine ids to goroutines here.
+type lockTable struct{ m sync.Map }
+
+func (t *lockTable) load(k int64) *gor {
+	if v, ok := t.m.Load(k); ok {
+		return v.(*gor)
+	}
+	return nil
+}
+
+func (t *lockTable) store(k int64, g *gor) { t.m.Store(k, g) }
+
+func (t *lockTable) remove(k int64, g *gor) { t.m.CompareAndDelete(k, g) }

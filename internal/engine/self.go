@@ -1,7 +1,5 @@
 package engine
 
-import "sync"
-
 // Which goroutine is calling.
 //
 // RunHere must refuse a caller that runs a thread already, and blocking
@@ -43,7 +41,7 @@ import "sync"
 //   - Any other outcome (the caller moved to another thread between the
 //     reads, or g let go of k) looks again. A caller moves only when Go
 //     reschedules it, so the loop ends.
-var locks sync.Map // thread key (int64) → *gor
+var locks lockTable // thread key → *gor (osthread_*.go)
 
 // lockedSelf is the record of the calling goroutine if it holds its OS
 // thread locked as the runtime's (a goroutine of the runtime after its
@@ -52,17 +50,14 @@ var locks sync.Map // thread key (int64) → *gor
 func lockedSelf() *gor {
 	for {
 		k, _ := threadKey()
-		v, ok := locks.Load(k)
-		if !ok {
+		g := locks.load(k)
+		if g == nil {
 			return nil
 		}
-		g := v.(*gor)
 		s := g.lockSeq.Load()
 		if s%2 == 1 {
-			if again, _ := threadKey(); again == k {
-				if v, ok := locks.Load(k); ok && v == g && g.lockSeq.Load() == s {
-					return g
-				}
+			if again, _ := threadKey(); again == k && locks.load(k) == g && g.lockSeq.Load() == s {
+				return g
 			}
 		}
 	}
@@ -72,12 +67,12 @@ func lockedSelf() *gor {
 func (g *gor) register(k int64) {
 	g.lockKey = k
 	g.lockSeq.Add(1)
-	locks.Store(k, g)
+	locks.store(k, g)
 }
 
 // forget takes g's entry out of locks before g lets go of its OS thread,
 // or as g exits still locked to it (I2).
 func (g *gor) forget() {
-	locks.CompareAndDelete(g.lockKey, g)
+	locks.remove(g.lockKey, g)
 	g.lockSeq.Add(1)
 }
