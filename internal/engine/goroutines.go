@@ -182,6 +182,9 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 			g.handOff()
 			g.unlock()
 		}
+		if g.locked { // Goexit ends this goroutine locked, and Go its OS thread
+			g.forget()
+		}
 		pprof.SetGoroutineLabels(labels)
 	}()
 	w.setRunning(int(t.rank))

@@ -104,3 +104,30 @@ func TestStressLockedSelf(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, wrong.Load())
 }
+
+// A thread that calls runtime.Goexit in RunHere ends the caller's
+// goroutine: no entry may outlive it, or an ordinary goroutine on a later
+// OS thread with the same id would be taken for it.
+func TestLockedSelfAfterGoexit(t *testing.T) {
+	rt, _, hi := levels(t, 1, 50, 50)
+	for range 20 {
+		got := make(chan *gor, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			inner := &Task{}
+			require.NoError(t, inner.Init(rt, hi, fn(func(in *Task) {
+				got <- lockedSelf()
+				goruntime.Goexit()
+			})))
+			if ran, err := rt.RunHere(inner, context.Background()); err == nil && !ran {
+				got <- nil // no worker qualified: nothing to check this time
+			}
+		}()
+		<-done
+		if g := <-got; g != nil {
+			assert.NotSame(t, g, locks.load(g.lockKey), "an entry outlived its goroutine")
+			assert.Zero(t, g.lockSeq.Load()%2, "still counted as locked")
+		}
+	}
+}
