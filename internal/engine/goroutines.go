@@ -177,13 +177,15 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	t.claim()
 	returned := false
 	defer func() {
-		if !returned && g.w != nil { // runtime.Goexit; run finished t
-			g.promoteAll(g.w)
-			g.handOff()
-			g.unlock()
-		}
-		if g.locked { // Goexit ends this goroutine locked, and Go its OS thread
-			g.forget()
+		if !returned { // runtime.Goexit; run finished t
+			if g.w != nil {
+				g.promoteAll(g.w)
+				g.handOff()
+				g.unlock()
+			}
+			if g.locked { // the goroutine ends locked, and Go its OS thread
+				g.forget()
+			}
 		}
 		pprof.SetGoroutineLabels(labels)
 	}()

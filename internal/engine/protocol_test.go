@@ -376,6 +376,10 @@ func TestInThread(t *testing.T) {
 // so that the free P stays free for wake-ups; GOMAXPROCS comes back down
 // once it is gone.
 func TestDetachedThreadGetsAP(t *testing.T) {
+	// The runtime raises GOMAXPROCS only up to 2×Procs+1: start below it
+	// whatever the test binary's -cpu says.
+	prev := goruntime.GOMAXPROCS(1)
+	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 	rt, lo, hi := levels(t, 1, 50, 50)
 	base := goruntime.GOMAXPROCS(0)
 	var stop atomic.Bool
