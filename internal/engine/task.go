@@ -179,7 +179,7 @@ func (t *Task) Wait() {
 
 // WaitContext is Wait that returns ctx.Err() if ctx is done first.
 func (t *Task) WaitContext(ctx context.Context) error {
-	if t.spinDone() {
+	if t.Done() || ctx.Err() == nil && t.spinDone() {
 		return nil
 	}
 	wt := &waiter{ch: make(chan struct{})}
@@ -197,8 +197,10 @@ func (t *Task) WaitContext(ctx context.Context) error {
 // waitSpin is how long Wait and WaitContext look for the end of t before
 // they park the caller. A thread given to a worker often ends sooner than a
 // virtual machine takes to wake a parked OS thread, tens of µs, which a
-// parked caller would pay on top (BenchmarkRunBusy/go+wait: p50 about
-// 90 µs parked at once, 20–46 µs after 7–20 µs of looking).
+// parked caller would pay on top. BenchmarkRunBusy/go+wait at P = 1, p50:
+// 55–73 µs looking for 5 µs, 37–53 for 10, 14–26 for 20; at P = 2, where
+// the thread takes longer, 100–128 µs whatever the look. The look costs
+// the caller's processor at most that long, and it yields between looks.
 const waitSpin = 20 * time.Microsecond
 
 // spinDone reports whether t finished within waitSpin, yielding the
