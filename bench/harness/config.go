@@ -34,6 +34,7 @@
 package harness
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -177,38 +178,11 @@ type Config struct {
 	Progress func(done, total int, next string)
 }
 
-// simRate is SimRate or its default.
-func (c *Config) simRate() float64 { return simRateOr(c.SimRate) }
-
-// simSeed is SimSeed or its default.
-func (c *Config) simSeed() uint64 { return simSeedOr(c.SimSeed) }
-
-// simSeedOr is seed, or DefaultSimSeed for 0.
-func simSeedOr(seed uint64) uint64 {
-	if seed == 0 {
-		return DefaultSimSeed
-	}
-	return seed
-}
-
-// simWork is SimWork or its default.
-func (c *Config) simWork() time.Duration { return simWorkOr(c.SimWork) }
-
-// simWorkOr is work, or simPerWorker for 0.
-func simWorkOr(work time.Duration) time.Duration {
-	if work == 0 {
-		return simPerWorker
-	}
-	return work
-}
-
-// simRateOr is rate, or defaultSimRate for 0.
-func simRateOr(rate float64) float64 {
-	if rate == 0 {
-		return defaultSimRate
-	}
-	return rate
-}
+// simRate, simSeed and simWork are the sim experiment's settings, the
+// defaults where they are zero.
+func (c *Config) simRate() float64       { return cmp.Or(c.SimRate, defaultSimRate) }
+func (c *Config) simSeed() uint64        { return cmp.Or(c.SimSeed, DefaultSimSeed) }
+func (c *Config) simWork() time.Duration { return cmp.Or(c.SimWork, DefaultSimWork) }
 
 // stallMiB is StallMiB or its default.
 func (c *Config) stallMiB() int {
@@ -232,7 +206,7 @@ func (c *Config) Validate() error {
 	case !(c.EchoRate > 0 && c.EchoRate <= MaxEchoRate):
 		return badConfig("echo rate %v is not in (0, %d] requests per second", c.EchoRate, MaxEchoRate)
 	case c.SimWork != 0 && (c.SimWork < time.Millisecond || c.SimWork > MaxSimWork):
-		return badConfig("simulated work per worker %v is not in [1ms, %v] (0: the default, %v)", c.SimWork, MaxSimWork, simPerWorker)
+		return badConfig("simulated work per worker %v is not in [1ms, %v] (0: the default, %v)", c.SimWork, MaxSimWork, DefaultSimWork)
 	case !(c.SimRate >= 0 && c.SimRate <= MaxEchoRate):
 		return badConfig("simulated arrival rate %v is not in [0, %d] per second (0: the default, %d)", c.SimRate, MaxEchoRate, defaultSimRate)
 	case c.EchoFor <= 0 || c.EchoFor > MaxEchoFor:

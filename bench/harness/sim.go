@@ -31,17 +31,19 @@ const (
 )
 
 // The simulated workload, the same at every P: a kernel of Config.SimWork
-// (simPerWorker unless set) of work per worker (weak scaling, so that every P sees tens of rounds) and
-// interactive threads of simEchoWork each arriving at Config.SimRate per
-// second (defaultSimRate unless set).
+// of work per worker (weak scaling; by default, so that every P sees tens
+// of rounds) and interactive threads of simEchoWork each arriving at
+// Config.SimRate per second.
 const (
-	simPerWorker   = 50 * time.Millisecond
 	defaultSimRate = 2000
 	simEchoWork    = 20 * time.Microsecond
 )
 
-// DefaultSimSeed is the sim experiment's seed unless Config.SimSeed is set.
-const DefaultSimSeed = 2019
+// The sim experiment's defaults of Config.SimSeed and Config.SimWork.
+const (
+	DefaultSimSeed = 2019
+	DefaultSimWork = 50 * time.Millisecond
+)
 
 // SimRecord holds what one simulated setting measured; it is part of a
 // Record of kind "sim" or "sim-wta" (its fields appear in the record's

@@ -210,10 +210,11 @@ func arriveCost() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ch := make(chan time.Time)
-	got := make(chan []int64, 1)
+	const n = 50
+	ch := make(chan struct{}, n) // never blocks the sender, even if the thread failed to start
+	var ns []int64
+	done := make(chan error, 1)
 	go func() {
-		var ns []int64
 		_, err := thread.Run(rt, rt.Order().Top(), func(c *thread.Ctx) int {
 			for {
 				back := thread.Await(c, func() time.Time {
@@ -228,22 +229,15 @@ func arriveCost() (int64, error) {
 				ns = append(ns, int64(time.Since(back)))
 			}
 		})
-		if err != nil {
-			ns = nil
-		}
-		got <- ns
+		done <- err
 	}()
-	for range 50 {
+	for range n {
 		time.Sleep(time.Millisecond)
-		ch <- time.Now()
+		ch <- struct{}{}
 	}
 	close(ch)
-	ns := <-got
-	if err := rt.Close(); err != nil {
+	if err := errors.Join(<-done, rt.Close()); err != nil {
 		return 0, err
-	}
-	if len(ns) == 0 {
-		return 0, errors.New("calibration: the awaiting thread did not run")
 	}
 	return median(ns), nil
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -112,15 +113,11 @@ type Results struct {
 	Records     []*Record `json:"records"`
 }
 
-// simRate is the sim experiment's arrival rate (results written before it
-// was recorded ran at the default).
-func (r *Results) simRate() float64 { return simRateOr(r.SimRate) }
-
-// simSeed is the sim experiment's seed (likewise).
-func (r *Results) simSeed() uint64 { return simSeedOr(r.SimSeed) }
-
-// simWork is the sim experiment's work per worker (likewise).
-func (r *Results) simWork() time.Duration { return simWorkOr(r.SimWork) }
+// simRate, simSeed and simWork are the sim experiment's settings (results
+// written before one was recorded ran at its default).
+func (r *Results) simRate() float64       { return cmp.Or(r.SimRate, defaultSimRate) }
+func (r *Results) simSeed() uint64        { return cmp.Or(r.SimSeed, DefaultSimSeed) }
+func (r *Results) simWork() time.Duration { return cmp.Or(r.SimWork, DefaultSimWork) }
 
 // find returns the record matching every non-zero field of want, and its
 // grain, or nil.

@@ -118,12 +118,7 @@ func (g *gor) start(w *worker) {
 // token; a spare parks first until it is handed one.
 func (g *gor) main() {
 	defer g.rt.gors.Done()
-	defer func() {
-		g.unlock() // a pinned goroutine keeps its thread, which Go then ends
-		if g.locked {
-			g.forget()
-		}
-	}()
+	defer g.exit()
 	goexit := true
 	defer func() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
@@ -181,11 +176,8 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 			if g.w != nil {
 				g.promoteAll(g.w)
 				g.handOff()
-				g.unlock()
 			}
-			if g.locked { // the goroutine ends locked, and Go its OS thread
-				g.forget()
-			}
+			g.exit()
 		}
 		pprof.SetGoroutineLabels(labels)
 	}()

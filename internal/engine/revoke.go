@@ -251,6 +251,15 @@ func (g *gor) unlock() {
 	goruntime.UnlockOSThread()
 }
 
+// exit is unlock for a goroutine that ends: a pinned one keeps its OS
+// thread, which Go then ends with it, but leaves no entry in locks.
+func (g *gor) exit() {
+	g.unlock()
+	if g.locked {
+		g.forget()
+	}
+}
+
 // leave marks the passage from scheduler code to the running thread's code.
 func (g *gor) leave() {
 	r := g.w.cur

@@ -26,8 +26,7 @@ func TestLockedSelf(t *testing.T) {
 	}()
 	assert.Nil(t, <-done, "a goroutine the program locked")
 
-	var own, inAwait, nested, back *gor
-	var self *gor
+	var self, own, inAwait, nested, back *gor
 	var nestedIn bool
 	submit(t, rt, lo, func(tk *Task) {
 		self = tk.g

@@ -179,7 +179,7 @@ func (t *Task) Wait() {
 
 // WaitContext is Wait that returns ctx.Err() if ctx is done first.
 func (t *Task) WaitContext(ctx context.Context) error {
-	if t.Done() || ctx.Err() == nil && t.spinDone() {
+	if t.Done() || ctx.Err() == nil && t.spinDone() { // no look once ctx is done
 		return nil
 	}
 	wt := &waiter{ch: make(chan struct{})}
@@ -206,17 +206,16 @@ const waitSpin = 20 * time.Microsecond
 // spinDone reports whether t finished within waitSpin, yielding the
 // caller's processor between looks.
 func (t *Task) spinDone() bool {
-	var start time.Time
-	for !t.Done() {
-		switch {
-		case start.IsZero():
-			start = time.Now()
-		case time.Since(start) >= waitSpin:
-			return false
-		}
-		goruntime.Gosched()
+	if t.Done() {
+		return true
 	}
-	return true
+	for start := time.Now(); time.Since(start) < waitSpin; {
+		goruntime.Gosched()
+		if t.Done() {
+			return true
+		}
+	}
+	return false
 }
 
 // Abandon marks a task that will never run (it failed before it was given

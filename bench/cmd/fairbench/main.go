@@ -149,7 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	rate := fs.Float64("rate", 50, fmt.Sprintf("echo requests per second, above 0 and at most %d", harness.MaxEchoRate))
 	simRate := fs.Float64("sim-rate", 2000, fmt.Sprintf("interactive arrivals per virtual second of the sim experiment, above 0 and at most %d", harness.MaxEchoRate))
 	simSeed := fs.Uint64("sim-seed", harness.DefaultSimSeed, "seed of the sim experiment: one seed gives one schedule (the default makes docs/simulation.md's tables)")
-	simWork := fs.Duration("sim-work", 50*time.Millisecond, fmt.Sprintf("work per worker of the sim experiment's kernels, in virtual time, 1ms to %v", harness.MaxSimWork))
+	simWork := fs.Duration("sim-work", harness.DefaultSimWork, fmt.Sprintf("work per worker of the sim experiment's kernels, in virtual time, 1ms to %v", harness.MaxSimWork))
 	echoFor := fs.Duration("echo-for", 0, "length of the echo replays of table5 and fig9 (default 2s quick, 10s full)")
 	fibSize := fs.Int("fib", 0, fmt.Sprintf("n of fib in table5 and fig9, 1 to %d (default: the size of fib)", harness.MaxFibSize))
 	out := fs.String("out", "fairbench-report", "report folder")

@@ -33,6 +33,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -120,15 +121,10 @@ func run(o options) error {
 		}
 		arrived <- err
 	}()
-	halted := false
-	halt := func() error { // once, before Close
-		if halted {
-			return nil
-		}
-		halted = true
+	halt := sync.OnceValue(func() error { // before Close, on every path
 		stop.Store(true)
 		return errors.Join(sink.Close(), <-arrived)
-	}
+	})
 	defer halt()
 
 	inst := k.New(o.size)
