@@ -389,7 +389,7 @@ func (g *gor) run(t *Task) {
 			if g.mode.Load() != modeSched { // an inline child's Goexit came back already
 				g.enter(t)
 			}
-			t.finish(g.w)
+			g.retire(t)
 		}
 	}()
 	g.leave()
@@ -398,20 +398,15 @@ func (g *gor) run(t *Task) {
 	g.enter(t)
 	g.promoteOrphans(g.w)
 	g.end(floor)
-	if t.root {
-		// Charge the worker's time so far before anyone learns that t is
-		// done: Stats read after a Wait then count t's processor time. Only
-		// for submitted threads, the ones a Wait can be for: a clock read
-		// per fork would cost more than the fork.
-		g.w.charge(g.w.rt.now())
-	}
-	t.finish(g.w)
+	g.retire(t)
 }
 
-// runInline executes child, a lazy fork that its parent t claimed in Join,
-// on g without entering the scheduler: the fast path of fork-join code. It
-// enters only when the child left forks unjoined or somebody else waits for
-// it.
+// runInline executes child, a thread that its parent t claimed in Join
+// before it started (most often a lazy fork), on g without entering the
+// scheduler: the fast path of fork-join code. It enters only when the
+// child left forks unjoined, somebody else waits for it, or it was
+// submitted (it counts in Runtime.roots): then it ends by retire, as in
+// run.
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
 	floor := g.begin()
@@ -421,28 +416,37 @@ func (g *gor) runInline(t, child *Task) {
 			if g.mode.Load() != modeSched {
 				g.enter(t)
 			}
-			child.finish(g.w)
+			g.retire(child)
 		}
 	}()
 	child.body.Run(child)
 	returned = true
-	// Enter the scheduler only for what needs the worker: forks the child
-	// left unjoined, or threads waiting for it.
-	entered := false
-	if g.orphans() {
-		g.enter(t)
-		entered = true
-		g.promoteOrphans(g.w)
-	}
-	g.end(floor)
-	if ws := child.waiters.Swap(doneWaiters); ws != nil {
-		if !entered {
-			g.enter(t)
-			entered = true
+	orphans := g.orphans()
+	if !orphans {
+		g.end(floor)
+		// Nobody else knows of child: the compare-and-swap fails if a
+		// joiner registered meanwhile, and then child ends by retire.
+		if !child.root && child.waiters.CompareAndSwap(nil, doneWaiters) {
+			return
 		}
-		wakeWaiters(child, ws, g.w)
 	}
-	if entered {
-		g.leave()
+	g.enter(t)
+	if orphans {
+		g.promoteOrphans(g.w)
+		g.end(floor)
 	}
+	g.retire(child)
+	g.leave()
+}
+
+// retire ends t, whose code has returned (or called runtime.Goexit), on
+// g's worker, whose token g holds in scheduler mode. A submitted thread's
+// time so far is charged to the worker first, so that Stats read after a
+// Wait count it (only for those, the threads a Wait can be for: a clock
+// read per fork would cost more than the fork); then finish marks t done.
+func (g *gor) retire(t *Task) {
+	if t.root {
+		g.w.charge(g.w.rt.now())
+	}
+	t.finish(g.w)
 }

@@ -57,7 +57,7 @@ func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priorit
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{l: lo, h: hi})
 	require.NoError(t, err)
 	rt := New(testConfig(procs, c))
-	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	t.Cleanup(func() { closeWithin(t, rt) })
 	return rt, l, h
 }
 
