@@ -1,6 +1,8 @@
 package thread_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,4 +77,67 @@ func TestCloseAfterJoinOfGoHandle(t *testing.T) {
 		require.NoError(t, err)
 	}
 	closeWithin(t, rt)
+}
+
+// Close called from a function that a thread awaits fails with ErrInThread
+// and does nothing, instead of waiting for the thread that awaits it; so do
+// Close in thread code and in AwaitContext's call. The runtime then closes
+// as usual.
+func TestCloseInsideAwait(t *testing.T) {
+	hi, _, c := twoLevels(t)
+	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: c})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan []error, 1)
+	go func() {
+		res, err := thread.RunContext(ctx, rt, hi, func(c *thread.Ctx) []error {
+			inThread := rt.Close()
+			inAwait := thread.Await(c, rt.Close)
+			inAwaitContext, err := thread.AwaitContext(c, func(context.Context) (error, error) { return rt.Close(), nil })
+			return []error{inThread, inAwait, inAwaitContext, err}
+		})
+		errs <- append(res, err)
+	}()
+	select {
+	case res := <-errs:
+		for i, err := range res[:3] {
+			assert.ErrorIs(t, err, runtime.ErrInThread, "call %d", i)
+		}
+		assert.NoError(t, res[3])
+		assert.NoError(t, res[4])
+	case <-time.After(closePatience):
+		t.Fatal("Close inside Await waits for its own thread")
+	}
+	v, err := thread.Run(rt, hi, func(*thread.Ctx) int { return 1 })
+	require.NoError(t, err, "the runtime still runs threads")
+	assert.Equal(t, 1, v)
+	closeWithin(t, rt)
+}
+
+// Run and RunContext called from a thread's code fail with ErrWaitInThread
+// before anything runs: their function never runs, and the runtime holds
+// nothing of them.
+func TestRunInThreadRunsNothing(t *testing.T) {
+	hi, lo, c := twoLevels(t)
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: c})
+	require.NoError(t, err)
+	var ran atomic.Int32
+	f := func(*thread.Ctx) int { ran.Add(1); return 1 }
+	res, err := thread.Run(rt, lo, func(c *thread.Ctx) []error {
+		var errs []error
+		for _, p := range []fairness.Priority{hi, lo} {
+			_, err := thread.Run(rt, p, f)
+			errs = append(errs, err)
+			_, err = thread.RunContext(c.Context(), rt, p, f)
+			errs = append(errs, err)
+		}
+		return errs
+	})
+	require.NoError(t, err)
+	for i, err := range res {
+		assert.ErrorIs(t, err, thread.ErrWaitInThread, "call %d", i)
+	}
+	closeWithin(t, rt)
+	assert.Zero(t, ran.Load(), "a refused Run ran its function")
 }

@@ -139,8 +139,9 @@ func (g *gor) main() {
 // holder (t may park and resume like any thread) and, when t has
 // finished, puts the worker it holds back to sleep without waking anything
 // (rest), or hands its token to a spare when work waits, and returns true.
-// It returns false, having done nothing, when no worker qualifies or the
-// caller runs a thread already: then Submit t.
+// It returns false, having done nothing, when no worker qualifies: then
+// Submit t. Called from a thread's code, it fails with ErrWaitInThread
+// before anything runs.
 //
 // This is the idle path of thread.Run. Handing t to the sleeping worker
 // instead costs two wake-ups of OS threads on the way (the worker's, then
@@ -149,8 +150,8 @@ func (g *gor) main() {
 // If t calls runtime.Goexit, the calling goroutine exits, as it would
 // calling it directly; the worker carries on.
 func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
-	if lockedSelf() != nil {
-		return false, nil
+	if threadGor() != nil {
+		return false, ErrWaitInThread
 	}
 	w := rt.takeFor(t.rank)
 	if w == nil {
@@ -339,7 +340,7 @@ func (g *gor) suspend(t *Task, during func()) {
 	g.handOff()
 	defer g.rejoin(t) // also when during panics: the panic goes on in t
 	g.unlock()        // during may block: let Go run the P on this OS thread meanwhile
-	during()
+	Awaited(during)
 }
 
 // rejoin queues t's continuation and parks until it is scheduled again.
