@@ -78,7 +78,7 @@ type Runtime struct {
 	stopping atomic.Bool
 	closed   chan struct{}
 
-	roots     atomic.Int64 // submitted threads not yet finished
+	roots     atomic.Int64 // submitted threads not yet finished (Submit, RunHere; Task.finish)
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
 	gors      sync.WaitGroup
 	ticker    *ticker
@@ -241,7 +241,10 @@ func (rt *Runtime) Close() error {
 // none parked off-processor, and every worker asleep with nothing queued.
 // Threads only reach a sleeping worker through a deal or steering, which
 // count in moves, so a scan during which moves did not change saw a
-// consistent state.
+// consistent state. Invariant: every path that adds to roots or suspended
+// takes it away again when its thread ends or holds a processor again
+// (Task.finish, rejoin, waitFor); the argument is in docs/design.md, "Close
+// and quiescence".
 func (rt *Runtime) quiescent() bool {
 	moves := rt.moves.Load()
 	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 {
