@@ -1,10 +1,15 @@
 package engine
 
 import (
+	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/fairness"
 )
 
 // closeWithin closes rt and fails the test if Close has not returned
@@ -45,4 +50,52 @@ func TestCloseAfterRootJoinedInline(t *testing.T) {
 		require.True(t, inner.Done())
 	}
 	closeWithin(t, rt)
+}
+
+// A submitted thread that a joiner claims while its entry waits in another
+// worker's inbox runs on the joiner's worker, and changes its fork depth
+// there (Nest), while that worker drains its inbox: the stale entry must
+// carry the depth it was queued with, not read the running thread's (under
+// the race detector, a read would be a data race). The thread still runs
+// once and leaves Runtime.roots. The watchdog is off, so that only the
+// thread that spins there without a point holds the first worker.
+func TestStaleInboxEntryOfRunningThread(t *testing.T) {
+	o := fairness.NewOrder()
+	lo := o.New("lo")
+	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{lo: 1})
+	require.NoError(t, err)
+	cfg := testConfig(2, c)
+	cfg.Interrupt = time.Hour
+	rt := New(cfg)
+	var release atomic.Bool
+	var holder atomic.Pointer[worker]
+	spinner := submit(t, rt, lo, func(x *Task) {
+		holder.Store(x.g.w)
+		spinUntil(&release, patience) // no point: its worker drains nothing
+		x.Yield()                     // due (its inbox got a thread): drains it
+	})
+	for holder.Load() == nil {
+		time.Sleep(100 * time.Microsecond)
+	}
+	w := holder.Load()
+	time.Sleep(2 * staleAfter) // steering now passes w by
+
+	var runs atomic.Int32
+	r := &Task{}
+	require.NoError(t, r.Init(rt, lo, fn(func(r *Task) {
+		runs.Add(1)
+		release.Store(true)
+		for w.inbox.n.Load() != 0 { // w drains its inbox now
+			goruntime.Gosched()
+		}
+		r.Nest(1) // unordered with w's reads of r's entry
+		r.Nest(-1)
+	})))
+	rt.roots.Add(1) // as Submit does, but into w's inbox
+	r.root = true
+	w.give(item{t: r})
+	submit(t, rt, lo, func(y *Task) { y.Join(r) }).Wait() // on the other worker
+	spinner.Wait()
+	closeWithin(t, rt)
+	assert.Equal(t, int32(1), runs.Load())
 }
