@@ -493,7 +493,7 @@ func (x *prun) step(c *thread.Ctx, nd *pnode, st pstep, cancellable bool) func()
 			thread.Yield(c)
 		}
 	case opFork2:
-		if got := propFib(c, st.n); got != seqFib(st.n) {
+		if got := fib2(c, st.n); got != seqFib(st.n) {
 			x.failf("thread %d: Fork2 fib(%d) = %d", nd.id, st.n, got)
 		}
 	case opFor:
@@ -544,15 +544,6 @@ func (x *prun) step(c *thread.Ctx, nd *pnode, st pstep, cancellable bool) func()
 		}
 	}
 	return nil
-}
-
-// propFib is fib by Fork2.
-func propFib(c *thread.Ctx, n int) int {
-	if n < 2 {
-		return n
-	}
-	a, b := thread.Fork2(c, propFib, n-1, n-2)
-	return a + b
 }
 
 // top runs top-level thread i of the program from an ordinary goroutine.

@@ -51,12 +51,20 @@ func testConfig(procs int, c *fairness.Criterion) Config {
 // levels gives an order lo < hi with the criterion shares.
 func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priority, fairness.Priority) {
 	t.Helper()
+	return levelsWith(t, procs, lo, hi, func(*Config) {})
+}
+
+// levelsWith is levels on a runtime whose configuration edit changes.
+func levelsWith(t *testing.T, procs int, lo, hi float64, edit func(*Config)) (*Runtime, fairness.Priority, fairness.Priority) {
+	t.Helper()
 	o := fairness.NewOrder()
 	l, h := o.New("lo"), o.New("hi")
 	require.NoError(t, o.Less(l, h))
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{l: lo, h: hi})
 	require.NoError(t, err)
-	rt := New(testConfig(procs, c))
+	cfg := testConfig(procs, c)
+	edit(&cfg)
+	rt := New(cfg)
 	t.Cleanup(func() { closeWithin(t, rt) })
 	return rt, l, h
 }
@@ -85,15 +93,7 @@ const patience = 20 * time.Second // a bound for hangs, never a timing goal
 // a watchdog that saw little of it on a loaded machine would count it as
 // blocked, and blocked time is not charged.
 func TestDetachedTimeCharged(t *testing.T) {
-	o := fairness.NewOrder()
-	lo, hi := o.New("lo"), o.New("hi")
-	require.NoError(t, o.Less(lo, hi))
-	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{lo: 50, hi: 50})
-	require.NoError(t, err)
-	cfg := testConfig(1, c)
-	cfg.Interrupt = time.Hour
-	rt := New(cfg)
-	t.Cleanup(func() { closeWithin(t, rt) })
+	rt, lo, hi := levelsWith(t, 1, 50, 50, func(cfg *Config) { cfg.Interrupt = time.Hour })
 	var stop, started atomic.Bool
 	spun := submit(t, rt, lo, func(*Task) {
 		started.Store(true)
