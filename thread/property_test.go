@@ -25,8 +25,9 @@ package thread_test
 //	go test ./thread -run TestProperty -seed N
 //
 // replays that program (at Procs 1, 2 and 8, several times, since the
-// schedule differs from run to run). -soak D runs programs for D instead
-// of the CI's count; -programs N sets how many programs each Procs runs.
+// schedule differs from run to run). -soak D runs programs for D at each
+// Procs instead of the CI's count; -programs N sets how many programs each
+// Procs runs.
 
 import (
 	"bytes"
@@ -37,6 +38,7 @@ import (
 	"math/rand/v2"
 	goruntime "runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,12 +171,12 @@ type pnode struct {
 	// ends: its own, or that of a thread it joins, which may run inline on
 	// its goroutine and so end it too.
 	goexits bool
-	// cancellable says the thread's context may be done: its Joins may give
-	// up. orphaned says that nobody may wait for the thread or an
-	// ancestor (never joined, joined from a higher priority, or by a Join
-	// that gave up): it may still run when Close begins, and a Run it
-	// makes then fails with runtime.ErrClosed.
-	cancellable, orphaned bool
+	// orphaned says that nobody may wait for the thread or an ancestor
+	// (never joined, joined from a higher priority, by a Join that gave up
+	// for a done context, or by a body that a Goexit ended first): it may
+	// still run when Close begins, and a Run it makes then fails with
+	// runtime.ErrClosed.
+	orphaned bool
 }
 
 // pprog is a random program: threads started with Go that others share,
@@ -195,9 +197,13 @@ type pprog struct {
 func genProgram(seed uint64) *pprog {
 	r := rand.New(rand.NewPCG(seed, seed>>32|1))
 	pr := &pprog{seed: seed}
+	// gen makes a thread at depth and priority prio. canGoexit says a
+	// Goexit in it may end no goroutine but those the program expects,
+	// canShare that it may wait for the shared threads, cancellable that
+	// its context may be done.
 	var gen func(depth int, prio int, canGoexit, canShare, cancellable, orphaned bool) *pnode
 	gen = func(depth int, prio int, canGoexit, canShare, cancellable, orphaned bool) *pnode {
-		nd := &pnode{id: len(pr.nodes), prio: prio, cancellable: cancellable, orphaned: orphaned}
+		nd := &pnode{id: len(pr.nodes), prio: prio, orphaned: orphaned}
 		pr.nodes = append(pr.nodes, nd)
 		steps := r.IntN(6)
 		if depth >= 3 {
@@ -299,7 +305,7 @@ func genProgram(seed uint64) *pprog {
 			}
 		}
 	}
-	for _, nd := range append(pr.shared, pr.tops...) {
+	for _, nd := range slices.Concat(pr.shared, pr.tops) {
 		goexits(nd)
 		orphan(nd, false)
 	}
@@ -347,6 +353,8 @@ type prun struct {
 	errs    []string
 }
 
+// failf records a failure of the program, reported with its seed and text
+// once the program has ended; threads call it.
 func (x *prun) failf(format string, args ...any) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
