@@ -86,13 +86,18 @@ type Config struct {
 	// higher-priority threads run on workers whose primary priority they are,
 	// or by donation.
 	NoPromptBorrowing bool
-	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to Procs+1. The free
-	// P is what lets timers, the network poller and Await-ed calls wake up
-	// promptly while every worker computes; without it they can wait for
-	// Go's own 10 ms preemption. While threads run detached from their
-	// worker (a long library call, see docs/design.md), the watchdog raises
-	// it by one for each, up to 2×Procs+1, and lowers it again after. The
-	// last Close restores the value the program had set.
+	// KeepGOMAXPROCS stops the runtime from changing GOMAXPROCS. By default
+	// New raises it to Procs+1: the free P is what lets timers, the network
+	// poller and Await-ed calls wake up promptly while every worker
+	// computes; without it they can wait for Go's own 10 ms preemption.
+	// While other goroutines compute beside the workers (the program's own,
+	// or threads detached from their worker by a long library call; see
+	// docs/design.md), the ticker raises it by one for each, up to the
+	// number of processors, so that a P stays free, and lowers it again
+	// once they have been gone for a second or more: a steady load changes
+	// it once. The value the program sets, before New or at any time after,
+	// is the floor: the runtime only adds Ps above it, and the last Close
+	// goes back to it.
 	KeepGOMAXPROCS bool
 	// ShortTimeSlices makes New ask Linux (6.12 and later) for the shortest
 	// time slice, 0.1 ms, for every thread of the process while a runtime

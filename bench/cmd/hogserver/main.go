@@ -10,6 +10,7 @@
 //     ordinary goroutines hashing without end outside fairly;
 //   - fairly-idle: the same server with neither batch thread nor hogs, the
 //     idle reference;
+//   - fairly-slices: fairly with runtime.Config.ShortTimeSlices;
 //   - plain: the net/http twin without fairly, with GOMAXPROCS goroutines
 //     computing fib and the same hogs;
 //   - floor: plain Go tuned by hand, the fib goroutines and hogs each locked
@@ -79,7 +80,7 @@ func main() {
 }
 
 // modes are the servers a case may name.
-var modes = []string{"fairly", "fairly-idle", "plain", "floor"}
+var modes = []string{"fairly", "fairly-idle", "fairly-slices", "plain", "floor"}
 
 // testCase is one server configuration: a mode and the number of hogs.
 type testCase struct {
@@ -255,7 +256,7 @@ func measure(path string, c testCase, procs int, rate float64, warm, length time
 // standard input ends, and prints its stats as JSON.
 func serve(args []string) error {
 	fs := flag.NewFlagSet("hogserver serve", flag.ContinueOnError)
-	mode := fs.String("mode", "fairly", "fairly, fairly-idle, plain or floor")
+	mode := fs.String("mode", "fairly", strings.Join(modes, ", "))
 	hogs := fs.Int("hogs", 0, "ordinary goroutines hashing outside fairly")
 	procs := fs.Int("procs", 0, "fairly's workers (0: GOMAXPROCS)")
 	if err := fs.Parse(args); err != nil {
@@ -264,7 +265,7 @@ func serve(args []string) error {
 	var stop atomic.Bool
 	var h http.Handler = http.HandlerFunc(hash)
 	switch *mode {
-	case "fairly", "fairly-idle":
+	case "fairly", "fairly-idle", "fairly-slices":
 		o := fairness.NewOrder()
 		ui, batch := o.New("ui"), o.New("batch")
 		if err := o.Less(batch, ui); err != nil {
@@ -274,13 +275,13 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
-		rt, err := runtime.New(runtime.Config{Procs: *procs, Order: o, Criterion: crit})
+		rt, err := runtime.New(runtime.Config{Procs: *procs, Order: o, Criterion: crit, ShortTimeSlices: *mode == "fairly-slices"})
 		if err != nil {
 			return err
 		}
 		defer rt.Close() //nolint:errcheck
 		h = fairlyhttp.Handler(rt, h, fairlyhttp.Default(ui))
-		if *mode == "fairly" {
+		if *mode != "fairly-idle" {
 			bt := thread.Go(rt, batch, func(c *thread.Ctx) int {
 				n := 0
 				for !stop.Load() {
@@ -366,14 +367,15 @@ func fibLoop(stop *atomic.Bool, demoted bool) {
 	}
 }
 
-// watchProcs samples GOMAXPROCS every millisecond until stop and sends the
-// number of changes it saw.
+// watchProcs samples GOMAXPROCS every 5 ms until stop and sends the number
+// of changes it saw. (Not every millisecond: a goroutine that wakes with
+// fairly's ticker would compete with it for the spare P at every tick.)
 func watchProcs(stop *atomic.Bool) <-chan int {
 	ch := make(chan int, 1)
 	go func() {
 		last, changes := goruntime.GOMAXPROCS(0), 0
 		for !stop.Load() {
-			time.Sleep(time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
 			if n := goruntime.GOMAXPROCS(0); n != last {
 				last = n
 				changes++
