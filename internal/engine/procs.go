@@ -34,11 +34,11 @@ import (
 // the machine: past that, the others' goroutines get no more processor
 // time from more Ps, they only take more of it from the workers.
 //
-// Invariant (the spare P stays free): while the reservation holds, at
-// least one P is idle whenever the others' demand has stayed within the
-// limit for othersFor, since GOMAXPROCS ≥ workers + others + 1. It holds
-// from the first tick that sees the demand to the change of GOMAXPROCS,
-// and no longer if more others compute than the machine has processors:
+// Invariant (a P stays free): once the others' demand has been steady for
+// othersFor, and the change it asked for is made, GOMAXPROCS ≥ workers +
+// others + 1, so at least one P is idle whatever the workers do. It fails
+// in between (othersFor, the next tick, and the stop of the world), and
+// for good while more others compute than the machine has processors:
 // then wake-ups wait for Go's monitor and preemption, as before.
 //
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made

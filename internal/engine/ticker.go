@@ -227,13 +227,18 @@ func (tk *ticker) fitPs(rt *Runtime) {
 	// The ticker's timer often fires on a worker's P, as the worker's
 	// goroutine hands its token on: the ticker then runs first and the
 	// worker's goroutine waits, runnable, while an idle P, if there is one,
-	// spins to take it. Counted now, the worker would count twice. Yielding
-	// first lets the worker's P run the worker's goroutine and an idle P
-	// take the ticker from Go's global run queue; if no P is idle, the
-	// ticker waits there for one, which is the case it looks for.
-	goruntime.Gosched()
-	now := rt.now()
+	// spins to take it; the worker counts twice. So a count above the
+	// reservation is made again after a yield, which lets the worker's P
+	// run the worker's goroutine and an idle P take the ticker from Go's
+	// global run queue; if no P is idle, the ticker waits there for one,
+	// which is the case it looks for. (Not at every tick: each yield with
+	// a P idle wakes an OS thread for nothing.)
 	others := tk.sched.demand() - 1 - len(rt.workers)
+	if others > tk.fit.asked {
+		goruntime.Gosched()
+		others = tk.sched.demand() - 1 - len(rt.workers)
+	}
+	now := rt.now()
 	need := tk.fit.need(now, others, goruntime.NumCPU())
 	if n, ok := tk.fit.next(now, need); ok {
 		tk.ask(n)
