@@ -109,7 +109,9 @@ type Config struct {
 	// (coarse-grained fib: p50 0.40 against 0.30 ms, p99 about twice as
 	// high); see docs/tuning.md. Slices change no thread's share of
 	// processor time, and any process may set them on its own threads. The
-	// last Close gives the threads the default slice back.
+	// last Close gives the threads the default slice back. Without it, the
+	// runtime takes the short slices only while goroutines outside its
+	// workers compute (see KeepGOMAXPROCS), unless KeepOSPriority is set.
 	ShortTimeSlices bool
 	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
 	// thread of a thread that computes detached from its worker (a long
@@ -121,7 +123,11 @@ type Config struct {
 	// when it next reaches a preemption point if the process may do that
 	// (CAP_SYS_NICE or RLIMIT_NICE); otherwise it runs demoted until it
 	// ends. Set it when other processes keep every core busy: a demoted
-	// thread then waits for them, and so does Go's stop-the-world.
+	// thread then waits for them, and so does Go's stop-the-world. It also
+	// stops the runtime from giving the process's threads short time
+	// slices while goroutines outside its workers compute (the network
+	// poller's thread then waits for their slices to end; see
+	// ShortTimeSlices).
 	KeepOSPriority bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an

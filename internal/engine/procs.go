@@ -41,6 +41,19 @@ import (
 // for good while more others compute than the machine has processors:
 // then wake-ups wait for Go's monitor and preemption, as before.
 //
+// A spare P is not a core. With more computing threads than cores, the
+// OS thread that Go wakes in the poller waits for a core, and Linux lets a
+// woken thread preempt a running one only once that one has used up its
+// time slice (0.7 to 3 ms by default) or when the woken one's slice is
+// shorter (see setSlices). fairly's workers offer their core every 20 µs
+// (osYield), but the others' goroutines do not. So while Ps are reserved
+// for others, the runtime also takes a share of the short time slices
+// (0.1 ms) for the process's threads, unless Config.ShortSlices holds one
+// for good or Config.Demote is off (the program keeps the OS's defaults),
+// and gives it back with the last of those Ps. Short slices cost
+// cooperative code a little (every wake-up preempts a worker), which is
+// why they are not on all the time.
+//
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made
 // as soon as the need is seen (the spare P is taken now), a lowering only
 // after the need stayed lower for a calm window (a second; doubled, up to

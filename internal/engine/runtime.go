@@ -79,6 +79,7 @@ type Runtime struct {
 	onPanic   func(p fairness.Priority, value any, stack []byte)
 	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none (procs.go)
 	sliced    bool         // holds a share of the process's short time slices
+	slicedNow bool         // holds one while others compute (procs.go); the ticker's adjust's, then Close's
 	extraPs   int          // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
 	detached  detachedList // those of them that may be demoted (revoke.go)
@@ -222,6 +223,9 @@ func (rt *Runtime) Close() error {
 		leaveProcs(rt.reserved, rt.extraPs)
 	}
 	if rt.sliced {
+		shortenSlices(false)
+	}
+	if rt.slicedNow {
 		shortenSlices(false)
 	}
 	return nil

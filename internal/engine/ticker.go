@@ -61,8 +61,9 @@ func startTicker(rt *Runtime) *ticker {
 }
 
 // adjust keeps rt.extraPs Ps reserved beyond the workers, as the ticker
-// asks, until the ticker stops; Close then owns rt.extraPs (it reads it after
-// psEnd is closed) and releases them.
+// asks, and the short time slices taken while there are some
+// (rt.slicedNow, procs.go), until the ticker stops; Close then owns both
+// (it reads them after psEnd is closed) and releases them.
 func (tk *ticker) adjust(rt *Runtime) {
 	defer close(tk.psEnd)
 	for {
@@ -74,6 +75,10 @@ func (tk *ticker) adjust(rt *Runtime) {
 				reserveP(want - rt.extraPs)
 			}
 			rt.extraPs = want
+			if short := want > 0 && rt.demote && !rt.sliced; short != rt.slicedNow {
+				shortenSlices(short)
+				rt.slicedNow = short
+			}
 		}
 	}
 }
