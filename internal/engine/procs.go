@@ -67,8 +67,9 @@ import (
 // the sum of their workers and extra Ps plus the spare, and the last Close
 // goes back to the base. A program that sets it, after New, below the
 // workers and the spare (testing.AllocsPerRun sets 1 for its measurement)
-// has taken it over: the runtimes leave it alone until the program sets a
-// value that holds them again, or the last of them closes.
+// has taken it over: the runtimes leave it alone, and their tickers count
+// nothing, until the program sets a value that holds them again, or the
+// last of them closes.
 
 // othersFor is how long every tick must see others' goroutines for the
 // ticker to reserve Ps for them: goroutines that run for a few
@@ -105,8 +106,9 @@ var maxprocs struct {
 func joinProcs(workers int) { fitProcs(workers, 0, 1) }
 
 // reserveP adds n extra Ps (n < 0: gives them back) to a live runtime's
-// reservation.
-func reserveP(n int) { fitProcs(0, n, 0) }
+// reservation and reports whether extra Ps are in force now (reserved, and
+// the program has not taken GOMAXPROCS over).
+func reserveP(n int) bool { return fitProcs(0, n, 0) }
 
 // leaveProcs ends the reservation of a runtime of workers workers and
 // extra extra Ps.
@@ -116,8 +118,9 @@ func leaveProcs(workers, extra int) { fitProcs(-workers, -extra, -1) }
 // other than the one set or seen here last is the program's (or Go's own
 // default, tracking the machine's limit): it becomes the base, and holds
 // the runtimes off if it is below their workers and the spare while they
-// live. With no user left, GOMAXPROCS goes back to the base.
-func fitProcs(workers, extra, users int) {
+// live. With no user left, GOMAXPROCS goes back to the base. It reports
+// whether extra Ps are in force.
+func fitProcs(workers, extra, users int) bool {
 	m := &maxprocs
 	m.Lock()
 	defer m.Unlock()
@@ -140,6 +143,7 @@ func fitProcs(workers, extra, users int) {
 	if m.users == 0 {
 		m.workers, m.extra, m.set, m.held = 0, 0, 0, false
 	}
+	return m.users > 0 && !m.held && m.extra > 0
 }
 
 // BaseProcs is GOMAXPROCS as the program set it, not as raised by runtimes.

@@ -71,11 +71,9 @@ func (tk *ticker) adjust(rt *Runtime) {
 		case <-tk.quit:
 			return
 		case want := <-tk.ps:
-			if want != rt.extraPs {
-				reserveP(want - rt.extraPs)
-			}
+			raised := reserveP(want - rt.extraPs)
 			rt.extraPs = want
-			if short := want > 0 && rt.demote && !rt.sliced; short != rt.slicedNow {
+			if short := raised && rt.demote && !rt.sliced; short != rt.slicedNow {
 				shortenSlices(short)
 				rt.slicedNow = short
 			}
@@ -226,8 +224,8 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 // worker's, ready for when it wakes). Threads detached from their worker
 // that compute count among them.
 func (tk *ticker) fitPs(rt *Runtime) {
-	if rt.reserved == 0 {
-		return // KeepGOMAXPROCS
+	if rt.reserved == 0 || goruntime.GOMAXPROCS(0) <= len(rt.workers) {
+		return // KeepGOMAXPROCS, or the program has taken GOMAXPROCS over (procs.go)
 	}
 	// The ticker's timer often fires on a worker's P, as the worker's
 	// goroutine hands its token on: the ticker then runs first and the
