@@ -186,10 +186,10 @@ func newPsFit() psFit {
 // need is the number of extra Ps wanted, given others, the goroutines seen
 // running or runnable at now beyond the ticker and the workers: the lowest
 // count seen over the last othersFor (the ticks since then and the one
-// before, or the whole ring), at most limit. A goroutine that competes for a P only briefly,
-// such as a thread detached by a seizure (it runs cooperative code and is
-// back at its next point, microseconds later), must not cost two stops of
-// the world, up and down a calm window later.
+// before, or the whole ring), at most limit. A goroutine that competes for
+// a P only briefly, such as a thread detached by a seizure (it runs
+// cooperative code and is back at its next point, microseconds later),
+// must not cost two stops of the world, up and down a calm window later.
 func (f *psFit) need(now int64, others, limit int) int {
 	f.others[f.i], f.at[f.i] = max(others, 0), now
 	low := others
