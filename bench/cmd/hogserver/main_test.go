@@ -23,4 +23,3 @@ func TestClientRefusesBadFlags(t *testing.T) {
 	assert.Error(t, client([]string{"-cases", "nobody"}))
 	assert.Error(t, client([]string{"-server", "missing=/nonexistent/hogserver"}))
 }
-
