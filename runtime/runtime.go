@@ -88,13 +88,18 @@ type Config struct {
 	// higher-priority threads run on workers whose primary priority they are,
 	// or by donation.
 	NoPromptBorrowing bool
-	// KeepGOMAXPROCS stops New from raising GOMAXPROCS to Procs+1. The free
-	// P is what lets timers, the network poller and Await-ed calls wake up
-	// promptly while every worker computes; without it they can wait for
-	// Go's own 10 ms preemption. While threads run detached from their
-	// worker (a long library call, see docs/design.md), the watchdog raises
-	// it by one for each, up to 2×Procs+1, and lowers it again after. The
-	// last Close restores the value the program had set.
+	// KeepGOMAXPROCS stops the runtime from changing GOMAXPROCS. By default
+	// New raises it to Procs+1: the free P is what lets timers, the network
+	// poller and Await-ed calls wake up promptly while every worker
+	// computes; without it they can wait for Go's own 10 ms preemption.
+	// While other goroutines compute beside the workers (the program's own,
+	// or threads detached from their worker by a long library call; see
+	// docs/design.md), the ticker raises it by one for each, up to the
+	// number of processors, so that a P stays free, and lowers it again
+	// once they have been gone for a second or more: a steady load changes
+	// it once. The value the program sets, before New or at any time after,
+	// is the floor: the runtime only adds Ps above it, and the last Close
+	// goes back to it.
 	KeepGOMAXPROCS bool
 	// ShortTimeSlices makes New ask Linux (6.12 and later) for the shortest
 	// time slice, 0.1 ms, for every thread of the process while a runtime
@@ -106,7 +111,9 @@ type Config struct {
 	// (coarse-grained fib: p50 0.40 against 0.30 ms, p99 about twice as
 	// high); see docs/tuning.md. Slices change no thread's share of
 	// processor time, and any process may set them on its own threads. The
-	// last Close gives the threads the default slice back.
+	// last Close gives the threads the default slice back. Without it, the
+	// runtime takes the short slices only while goroutines outside its
+	// workers compute (see KeepGOMAXPROCS), unless KeepOSPriority is set.
 	ShortTimeSlices bool
 	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
 	// thread of a thread that computes detached from its worker (a long
@@ -118,7 +125,11 @@ type Config struct {
 	// when it next reaches a preemption point if the process may do that
 	// (CAP_SYS_NICE or RLIMIT_NICE); otherwise it runs demoted until it
 	// ends. Set it when other processes keep every core busy: a demoted
-	// thread then waits for them, and so does Go's stop-the-world.
+	// thread then waits for them, and so does Go's stop-the-world. It also
+	// stops the runtime from giving the process's threads short time
+	// slices while goroutines outside its workers compute (the network
+	// poller's thread then waits for their slices to end; see
+	// ShortTimeSlices).
 	KeepOSPriority bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an

@@ -40,7 +40,6 @@ type gor struct {
 	// detBusy says a revocation counted g as computing (see revoke.go);
 	// detSince is when, for charging its processor time when it comes back.
 	detBusy  atomic.Bool
-	seized   atomic.Bool // detached by a seizure (takeOver); read as detBusy
 	detSince atomic.Int64
 	// tid is the OS thread g is locked to (0: not locked, or not known),
 	// for the ticker to demote while g computes detached; demoted says it

@@ -226,3 +226,46 @@ func BenchmarkCurrentCPU(b *testing.B) {
 		currentCPU()
 	}
 }
+
+// TestShortSlicesWhileOthersCompute: without ShortSlices, the threads of
+// the process get the short slice while goroutines outside the runtime
+// compute beside its busy workers (the runtime then reserves Ps for them),
+// and the default back once those are gone.
+func TestShortSlicesWhileOthersCompute(t *testing.T) {
+	shortenSlices(true)
+	supported := slicesOf(t)[os.Getpid()] == shortSlice
+	shortenSlices(false)
+	if !supported {
+		t.Skip("no custom slices before Linux 6.12")
+	}
+	prev := goruntime.GOMAXPROCS(1)
+	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
+	o := fairness.NewOrder()
+	lo := o.New("lo")
+	cfg := testConfig(1, fairness.Uniform(o))
+	cfg.ShortSlices = false
+	rt := New(cfg)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	base := goruntime.GOMAXPROCS(0)
+	var stop atomic.Bool
+	busy := submit(t, rt, lo, func(tk *Task) {
+		for !stop.Load() {
+			tk.Yield()
+		}
+	})
+	hogDone := make(chan struct{})
+	go func() { // an ordinary goroutine that computes
+		defer close(hogDone)
+		for !stop.Load() {
+		}
+	}()
+	short := eventually(func() bool { return slicesOf(t)[os.Getpid()] == shortSlice })
+	raised := goruntime.GOMAXPROCS(0) > base
+	stop.Store(true)
+	busy.Wait()
+	<-hogDone
+	assert.True(t, short, "no short slices beside a computing goroutine")
+	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a computing goroutine", base)
+	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != shortSlice }),
+		"the short slices stayed after the goroutine ended")
+}

@@ -392,12 +392,12 @@ func TestInThread(t *testing.T) {
 	}
 }
 
-// A thread that computes detached from its worker gets a Go P of its own,
-// so that the free P stays free for wake-ups; GOMAXPROCS comes back down
-// once it is gone.
+// A thread that computes detached from its worker gets a Go P of its own
+// while the worker computes too, so that the free P stays free for
+// wake-ups; GOMAXPROCS comes back down once it is gone.
 func TestDetachedThreadGetsAP(t *testing.T) {
-	// The runtime raises GOMAXPROCS only up to 2×Procs+1: start below it
-	// whatever the test binary's -cpu says.
+	// Start low, whatever the test binary's -cpu says: the runtime adds Ps
+	// above the program's setting.
 	prev := goruntime.GOMAXPROCS(1)
 	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 	rt, lo, hi := levels(t, 1, 50, 50)
@@ -408,10 +408,16 @@ func TestDetachedThreadGetsAP(t *testing.T) {
 		}
 	})
 	time.Sleep(5 * time.Millisecond)
-	submit(t, rt, hi, func(*Task) {}).Wait() // takes the stuck worker's token
+	// Takes the stuck worker's token and keeps it, computing.
+	busy := submit(t, rt, hi, func(tk *Task) {
+		for !stop.Load() {
+			tk.Yield()
+		}
+	})
 	raised := eventually(func() bool { return goruntime.GOMAXPROCS(0) == base+1 })
 	stop.Store(true)
 	stuck.Wait()
+	busy.Wait()
 	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a detached thread", base)
 	assert.True(t, eventually(func() bool { return goruntime.GOMAXPROCS(0) == base }),
 		"GOMAXPROCS stayed raised after the detached thread ended")

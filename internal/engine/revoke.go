@@ -299,9 +299,6 @@ func (g *gor) reattach(t *Task) {
 	w := g.w
 	g.w = nil
 	g.mode.Store(modeSched)
-	if g.seized.Swap(false) {
-		g.rt.detSeized.Add(-1)
-	}
 	if g.detBusy.Load() {
 		g.rt.detached.settle(g)
 		// Its thread computed detached: charge that time to its priority,
@@ -314,13 +311,11 @@ func (g *gor) reattach(t *Task) {
 
 // revoke takes the token of h, the holder of w, if h runs a thread's code of
 // a rank below below and w's detached goroutines allow it; busy says h may
-// be computing (it will then be found a P of its own) rather than blocked,
-// and seize that a resumed thread takes the token from cooperative code,
-// which will be back at its next point (takeOver).
+// be computing rather than blocked.
 // On success it returns the worker h held, whose owner state the caller now
 // owns and must give to a new holder; the caller counts the revocation in
 // that worker's statistics (a rescue or a seizure).
-func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy, seize bool) *worker {
+func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if h == nil {
 		return nil
 	}
@@ -332,7 +327,6 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy, seize bool) *wor
 	won := false
 	if !policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below)) {
 		h.detBusy.Store(busy) // read by h only after the swap below succeeded
-		h.seized.Store(busy && seize)
 		h.detSince.Store(rt.now())
 		won = rt.detached.swap(h, m, busy && rt.demote)
 	}
@@ -359,10 +353,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy, seize bool) *wor
 	v.takeLazy(h)
 	rt.suspended.Add(1)
 	if busy {
-		rt.detBusy.Add(1) // the ticker finds it a P (ticker.go)
-		if seize {
-			rt.detSeized.Add(1)
-		}
+		rt.detBusy.Add(1)
 	}
 	v.attn.Store(1)
 	return v
@@ -460,7 +451,7 @@ func (rt *Runtime) seize(r, here int32) *worker {
 			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
 				continue
 			}
-			if v := rt.revoke(w, w.holder.Load(), r, true, !stale); v != nil {
+			if v := rt.revoke(w, w.holder.Load(), r, true); v != nil {
 				if stale {
 					v.stats.rescues.Add(1)
 				} else {

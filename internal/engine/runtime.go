@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -85,11 +84,11 @@ type Runtime struct {
 	steerSeq  atomic.Uint64
 	moves     atomic.Uint64 // threads handed to another worker, for Close
 	onPanic   func(p fairness.Priority, value any, stack []byte)
-	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none
+	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none (procs.go)
 	sliced    bool         // holds a share of the process's short time slices
-	extraPs   int          // Ps reserved for detached threads; the ticker's adjust's, then Close's
+	slicedNow bool         // holds one while others compute (procs.go); the ticker's adjust's, then Close's
+	extraPs   int          // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
 	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
-	detSeized atomic.Int32 // those of them detached by a seizure (takeOver)
 	detached  detachedList // those of them that may be demoted (revoke.go)
 	public    any          // the *runtime.Runtime that wraps this engine
 }
@@ -140,7 +139,7 @@ func New(cfg Config) *Runtime {
 	}
 	if cfg.ReserveP {
 		rt.reserved = cfg.Procs
-		reserveP(rt.reserved)
+		joinProcs(rt.reserved)
 	}
 	if cfg.ShortSlices {
 		rt.sliced = true
@@ -228,10 +227,13 @@ func (rt *Runtime) Close() error {
 	}
 	rt.gors.Wait()
 	close(rt.closed)
-	if rt.reserved+rt.extraPs > 0 {
-		releaseP(rt.reserved + rt.extraPs)
+	if rt.reserved > 0 {
+		leaveProcs(rt.reserved, rt.extraPs)
 	}
 	if rt.sliced {
+		shortenSlices(false)
+	}
+	if rt.slicedNow {
 		shortenSlices(false)
 	}
 	return nil
@@ -261,13 +263,6 @@ func (rt *Runtime) quiescent() bool {
 // now is the time since the runtime started, from the monotonic clock.
 func (rt *Runtime) now() int64 { return int64(time.Since(rt.epoch)) }
 
-// GOMAXPROCS reservation, shared by every live runtime of the process.
-var maxprocs struct {
-	sync.Mutex
-	workers  int // workers of the live runtimes that reserved
-	original int // GOMAXPROCS before the first of them
-}
-
 // osSlices counts the live runtimes that shortened the process's time slices
 // (setSlices): the first shortens them, the last Close gives the default
 // back.
@@ -287,46 +282,5 @@ func shortenSlices(on bool) {
 	}
 	if n := osSlices.users; on && n == 1 || !on && n == 0 {
 		setSlices(on)
-	}
-}
-
-// BaseProcs is GOMAXPROCS as the program set it, not as raised by runtimes.
-func BaseProcs() int {
-	maxprocs.Lock()
-	defer maxprocs.Unlock()
-	if maxprocs.workers > 0 {
-		return maxprocs.original
-	}
-	return goruntime.GOMAXPROCS(0)
-}
-
-// reserveP raises GOMAXPROCS so that one P stays free for wake-ups while
-// the workers of every live runtime compute: to the sum of their workers
-// plus one, if that is more than it was.
-func reserveP(workers int) {
-	maxprocs.Lock()
-	defer maxprocs.Unlock()
-	if maxprocs.workers == 0 {
-		maxprocs.original = goruntime.GOMAXPROCS(0)
-	}
-	maxprocs.workers += workers
-	if n := maxprocs.workers + 1; goruntime.GOMAXPROCS(0) < n {
-		goruntime.GOMAXPROCS(n)
-	}
-}
-
-// releaseP drops a reservation: the last one restores the GOMAXPROCS the
-// process had before; others lower it to what the remaining reservations
-// need, never below that original.
-func releaseP(workers int) {
-	maxprocs.Lock()
-	defer maxprocs.Unlock()
-	maxprocs.workers -= workers
-	if maxprocs.workers == 0 {
-		goruntime.GOMAXPROCS(maxprocs.original)
-		return
-	}
-	if n := max(maxprocs.workers+1, maxprocs.original); goruntime.GOMAXPROCS(0) > n {
-		goruntime.GOMAXPROCS(n)
 	}
 }

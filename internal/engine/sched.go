@@ -582,7 +582,7 @@ func (rt *Runtime) steer(it item) {
 	}
 	best.give(it)
 	if policy.SteerRevokes(bestScore) {
-		if v := rt.revoke(best, best.holder.Load(), r, true, false); v != nil {
+		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {
 			v.stats.rescues.Add(1)
 			rt.newGor().start(v)
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	goruntime "runtime"
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -10,8 +11,8 @@ import (
 //
 // Every Interrupt the ticker raises the attention word of each busy worker,
 // so that rounds switch and deals happen even in threads that rarely spawn.
-// It runs on the P that New keeps free, so it fires on time while every
-// worker computes.
+// It runs on the P that New keeps free (procs.go), so it fires on time
+// while every worker computes.
 //
 // The watchdog looks for workers whose goroutine is stuck in a thread's
 // code: no pass through the scheduler (beat) for policy.StallTicks ticks.
@@ -34,35 +35,35 @@ import (
 //     went by unasked. A computing detached thread is demoted after
 //     staleAfter (revoke.go).
 //
-// A detached thread that computes needs a Go P of its own, or it takes the
-// free P that wake-ups need: each tick the watchdog asks for one more P per
-// such thread (at most Procs), and for fewer once they have been gone for a
-// round. Another goroutine (adjust) applies the change: Go's GOMAXPROCS
-// waits for a collection in progress to end, tens of milliseconds when
-// library calls allocate as they start, and the watchdog must not stop
-// watching meanwhile.
+// The ticker also keeps a P free for wake-ups (procs.go): each tick it
+// counts the goroutines that compete for Ps beside its workers, the
+// program's own and threads detached from their worker, and asks for the
+// Ps they need. Another goroutine (adjust) applies the change: Go's
+// GOMAXPROCS waits for a collection in progress to end, tens of
+// milliseconds when library calls allocate as they start, and the watchdog
+// must not stop watching meanwhile.
 
 type ticker struct {
 	done  chan struct{}
 	quit  chan struct{}
 	ps    chan int      // extra Ps wanted, the latest only; to adjust
 	psEnd chan struct{} // closed when adjust has returned
-	asked int           // the extra Ps last asked for; the ticker's
-	// seized says the last tick saw goroutines detached by a seizure; the
-	// ticker's.
-	seized bool
+	fit   psFit         // the ticker's (procs.go)
+	sched *schedSample  // the ticker's
 }
 
 func startTicker(rt *Runtime) *ticker {
-	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan int, 1), psEnd: make(chan struct{})}
+	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan int, 1), psEnd: make(chan struct{}),
+		fit: newPsFit(), sched: newSchedSample()}
 	go tk.run(rt)
 	go tk.adjust(rt)
 	return tk
 }
 
-// adjust keeps rt.extraPs Ps reserved for detached threads, as the ticker
-// asks, until the ticker stops; Close then owns rt.extraPs (it reads it after
-// psEnd is closed) and releases them.
+// adjust keeps rt.extraPs Ps reserved beyond the workers, as the ticker
+// asks, and the short time slices taken while there are some
+// (rt.slicedNow, procs.go), until the ticker stops; Close then owns both
+// (it reads them after psEnd is closed) and releases them.
 func (tk *ticker) adjust(rt *Runtime) {
 	defer close(tk.psEnd)
 	for {
@@ -70,13 +71,12 @@ func (tk *ticker) adjust(rt *Runtime) {
 		case <-tk.quit:
 			return
 		case want := <-tk.ps:
-			switch {
-			case want > rt.extraPs:
-				reserveP(want - rt.extraPs)
-			case want < rt.extraPs:
-				releaseP(rt.extraPs - want)
-			}
+			raised := reserveP(want - rt.extraPs)
 			rt.extraPs = want
+			if short := raised && rt.demote && !rt.sliced; short != rt.slicedNow {
+				shortenSlices(short)
+				rt.slicedNow = short
+			}
 		}
 	}
 }
@@ -84,7 +84,6 @@ func (tk *ticker) adjust(rt *Runtime) {
 // ask passes the extra Ps wanted to adjust without waiting: a request that
 // adjust has not taken yet is replaced.
 func (tk *ticker) ask(n int) {
-	tk.asked = n
 	select {
 	case <-tk.ps:
 	default:
@@ -137,7 +136,6 @@ func (tk *ticker) run(rt *Runtime) {
 	fast := rt.dealEvery < rt.interrupt
 	ws := make([]watch, len(rt.workers))
 	roundTicks := policy.RoundTicks(int64(rt.quantum), int64(rt.interrupt))
-	calm := 0
 	for {
 		select {
 		case <-tk.quit:
@@ -184,7 +182,7 @@ func (tk *ticker) run(rt *Runtime) {
 			verdict := policy.Measured(policy.Watchdog(wt.ticks, roundTicks, demand), known, computing)
 			if verdict != policy.Wait {
 				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
-				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy, false); v != nil {
+				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {
 					v.stats.rescues.Add(1)
 					rt.newGor().start(v)
 				}
@@ -193,7 +191,7 @@ func (tk *ticker) run(rt *Runtime) {
 		if rt.demote && rt.detBusy.Load() > 0 {
 			rt.detached.demote(now)
 		}
-		calm = tk.fitPs(rt, calm, roundTicks)
+		tk.fitPs(rt)
 	}
 }
 
@@ -220,34 +218,32 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 	return some, notAll
 }
 
-// fitPs asks for one extra P per detached thread that may compute (at most
-// Procs): more at once, fewer after calm reaches roundTicks ticks of fewer.
-// It returns the new calm count. Goroutines detached by a seizure count only
-// when the tick before saw some too: they ran cooperative code and are back
-// at their next point, microseconds later, and each change of GOMAXPROCS
-// stops the world; a tick that happened to see one must not cost two stops
-// (up, and down a round later). At 50 seizures a second that took an
-// Await-ed event's p99 at P = 1 from 1.4 to 1.9 ms.
-func (tk *ticker) fitPs(rt *Runtime, calm, roundTicks int) int {
-	if rt.reserved == 0 {
-		return 0 // KeepGOMAXPROCS
+// fitPs asks adjust for the extra Ps that the goroutines competing for Ps
+// need now (procs.go): those running or runnable beyond the ticker itself
+// and one per worker, whether the worker sleeps or not (its P is the
+// worker's, ready for when it wakes). Threads detached from their worker
+// that compute count among them.
+func (tk *ticker) fitPs(rt *Runtime) {
+	if rt.reserved == 0 || goruntime.GOMAXPROCS(0) <= len(rt.workers) {
+		return // KeepGOMAXPROCS, or the program has taken GOMAXPROCS over (procs.go)
 	}
-	seized := int(rt.detSeized.Load())
-	want := int(rt.detBusy.Load())
-	if !tk.seized {
-		want -= seized
+	// The ticker's timer often fires on a worker's P, as the worker's
+	// goroutine hands its token on: the ticker then runs first and the
+	// worker's goroutine waits, runnable, while an idle P, if there is one,
+	// spins to take it; the worker counts twice. So a count above the
+	// reservation is made again after a yield, which lets the worker's P
+	// run the worker's goroutine and an idle P take the ticker from Go's
+	// global run queue; if no P is idle, the ticker waits there for one,
+	// which is the case it looks for. (Not at every tick: each yield with
+	// a P idle wakes an OS thread for nothing.)
+	others := tk.sched.demand() - 1 - len(rt.workers)
+	if others > tk.fit.asked {
+		goruntime.Gosched()
+		others = tk.sched.demand() - 1 - len(rt.workers)
 	}
-	tk.seized = seized > 0
-	want = min(max(want, 0), len(rt.workers))
-	switch {
-	case want > tk.asked:
-		tk.ask(want)
-		return 0
-	case want == tk.asked:
-		return 0
-	case calm+1 < roundTicks:
-		return calm + 1
+	now := rt.now()
+	need := tk.fit.need(now, others, goruntime.NumCPU())
+	if n, ok := tk.fit.next(now, need); ok {
+		tk.ask(n)
 	}
-	tk.ask(want)
-	return 0
 }

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// demoteSelf does nothing where the OS has no idle class at hand.
+func demoteSelf() {}
