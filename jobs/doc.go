@@ -26,8 +26,9 @@
 //     id. A job failing one is set aside until what blocks it frees, then
 //     competes again in the fair order; it keeps aging, and never holds up
 //     the jobs behind it.
-//  5. Charging: admission charges the key the estimate; completion corrects
-//     it by actual − estimate and learns the estimate (the first run
+//  5. Charging: admission charges the key the estimate, and the charge
+//     sticks: completion raises it to the actual wall time if that was
+//     longer, never lowers it, and learns the estimate (the first run
 //     replaces the default, an EMA smooths later ones).
 //
 // Submit queues a job and returns; RunSync waits for it and honours its

@@ -17,7 +17,9 @@ import (
 // Join parallel work and Await its blocking calls, so that waiting on the
 // network or the disk does not hold a processor (a RunSync from inside a
 // job is such a blocking call). ctx is cancelled when every caller waiting
-// for the job has given up, or when Shutdown's context ends.
+// for the job has given up, or when Shutdown's context ends; it is also
+// c.Context(), so the thread's own waits (Join, Sleep, AwaitContext) and
+// the threads it spawns see the cancellation.
 type Func func(ctx context.Context, c *thread.Ctx) error
 
 // Job is a unit of work submitted to the Scheduler, identified by its type
@@ -61,8 +63,11 @@ type onFairly struct {
 func (l onFairly) launch(s *Scheduler, e *entry) {
 	e.body.Store(false)
 	// The thread reports its own end (no goroutine waits for it); only a
-	// thread the runtime refused, which never runs, is finished here.
-	h := thread.Go(l.rt, l.prio[e.base], func(c *thread.Ctx) error {
+	// thread the runtime refused, which never runs, is finished here. The
+	// job's context is the thread's, so c.Context() is the ctx the body
+	// gets, and the thread's waits (Join, Sleep, AwaitContext) end when
+	// the job is cancelled.
+	h := thread.GoContext(&e.ctx, l.rt, l.prio[e.base], func(c *thread.Ctx) error {
 		e.body.Store(true)
 		s.runBody(e, c)
 		return nil
