@@ -22,6 +22,10 @@ import (
 // the threads it spawns see the cancellation.
 type Func func(ctx context.Context, c *thread.Ctx) error
 
+// Handler is the body of a job type's jobs (TypeConfig.Handler): it gets
+// the job's ID and payload, and runs as a Func does.
+type Handler func(ctx context.Context, c *thread.Ctx, id string, payload []byte) error
+
 // Job is a unit of work submitted to the Scheduler, identified by its type
 // and ID.
 type Job struct {
@@ -34,7 +38,12 @@ type Job struct {
 	Group string
 	// Weight is w in Smith's rule, the job's importance; 0 means 1.
 	Weight float64
-	Run    Func
+	// Run is the job's body; nil runs its type's Handler with Payload.
+	// With a durable Config.Store it must be nil: a stored job's body is
+	// its type's Handler.
+	Run Func
+	// Payload is what the type's Handler gets; a durable store keeps it.
+	Payload []byte
 	// Retry runs the job again when it fails; the zero value does not.
 	Retry Retry
 }
@@ -93,7 +102,11 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 		}
 		s.finish(e, err)
 	}()
-	err = e.run(&e.ctx, c)
+	if e.run != nil {
+		err = e.run(&e.ctx, c)
+	} else {
+		err = e.typ.cfg.Handler(&e.ctx, c, e.tid.id, e.payload)
+	}
 	returned = true
 }
 
@@ -111,6 +124,10 @@ type Scheduler struct {
 	timer    *time.Timer
 	wakeAt   time.Time
 	busy     sync.WaitGroup // launched jobs whose end is not fully handled
+	j        *journal       // the durable store's writer; nil in memory
+	st       *Store
+	// recovered counts the jobs found running in the store at open.
+	recovered int
 
 	evMu       sync.Mutex
 	evq        []Event
@@ -135,11 +152,17 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 		}
 		prio[i] = t.Priority
 	}
-	return newScheduler(s, onFairly{rt: rt, prio: prio}), nil
+	return newScheduler(s, onFairly{rt: rt, prio: prio})
 }
 
-func newScheduler(s *settings, run launcher) *Scheduler {
-	return &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+func newScheduler(s *settings, run launcher) (*Scheduler, error) {
+	sc := &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+	if s.Store != nil {
+		if err := sc.open(s.Store); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
 }
 
 func (s *Scheduler) now() time.Time { return s.c.s.Clock() }
@@ -150,8 +173,11 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %q", ErrUnknownType, j.Type)
 	}
-	if j.Run == nil {
-		return nil, 0, fmt.Errorf("%w: %s %q has no Run", ErrInvalidJob, j.Type, j.ID)
+	if j.Run == nil && t.cfg.Handler == nil {
+		return nil, 0, fmt.Errorf("%w: %s %q has no Run and its type no Handler", ErrInvalidJob, j.Type, j.ID)
+	}
+	if j.Run != nil && s.j != nil {
+		return nil, 0, fmt.Errorf("%w: %s %q: with a durable store a job's body is its type's Handler", ErrInvalidJob, j.Type, j.ID)
 	}
 	if j.Retry.Max < 0 || j.Retry.Backoff < 0 || j.Retry.MaxBackoff < 0 {
 		return nil, 0, fmt.Errorf("%w: %s %q: negative retry setting", ErrInvalidJob, j.Type, j.ID)
@@ -222,17 +248,32 @@ func (s *Scheduler) enter(j Job, sync bool) (*entry, error) {
 		if sync && e.done == nil {
 			e.done = make(chan struct{})
 		}
+		saved := e.saved
 		s.mu.Unlock()
-		return e, nil
+		return e, saved.wait()
 	}
-	e := &entry{tid: id, typ: t, weight: w, run: j.Run, retry: j.Retry, owners: 1}
+	e := &entry{tid: id, typ: t, weight: w, run: j.Run, payload: j.Payload, retry: j.Retry, owners: 1}
 	if sync {
 		e.done = make(chan struct{})
 	}
 	e.js = js
 	s.c.enqueue(e, j.Key, j.Group, s.now())
+	if s.j != nil {
+		e.saved = s.j.put(e)
+	}
+	saved := e.saved
 	s.unlockAndLaunch(s.commit())
-	return e, nil
+	return e, saved.wait()
+}
+
+// wait waits until b has committed and returns its error; nil for no
+// batch (no durable store).
+func (b *commitBatch) wait() error {
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	return b.err
 }
 
 // end hands e's result to its callers; mu is held.
@@ -258,6 +299,9 @@ func (s *Scheduler) abandon(e *entry, err error) {
 		return
 	}
 	s.c.remove(e)
+	if s.j != nil {
+		s.j.drop(e)
+	}
 	e.end(err)
 	s.unlockAndLaunch(s.commit())
 }
@@ -275,8 +319,17 @@ func (s *Scheduler) finish(e *entry, err error) {
 			until = now // Close drains: no backoff to wait out
 		}
 		s.c.hold(e, until)
+		if s.j != nil {
+			s.j.put(e)
+		}
 	} else {
+		if s.j != nil {
+			s.j.drop(e)
+		}
 		e.end(err)
+	}
+	if s.j != nil {
+		s.j.learned(e, s.c.vnow)
 	}
 	s.unlockAndLaunch(s.commit())
 	s.busy.Done()
@@ -287,6 +340,12 @@ func (s *Scheduler) commit() []*entry {
 	now := s.now()
 	admitted := s.c.dispatch(now)
 	s.busy.Add(len(admitted))
+	for _, e := range admitted {
+		e.ctx.attempt++
+		if s.j != nil {
+			s.j.put(e)
+		}
+	}
 	if len(s.c.events) > 0 {
 		s.evMu.Lock()
 		s.evq = append(s.evq, s.c.events...)

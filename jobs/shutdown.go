@@ -49,6 +49,7 @@ func (s *Scheduler) begin(drop bool) []JobRef {
 func (s *Scheduler) awaitDrained() {
 	<-s.drained
 	s.busy.Wait()
+	s.release()
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
