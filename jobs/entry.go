@@ -79,6 +79,11 @@ type entry struct {
 	// the store, saved is the commit that first records it.
 	stored bool
 	saved  *commitBatch
+	// Several processes on one store: the node that runs the job (on the
+	// admitting scheduler), and the cluster a run started here for
+	// another process's admission reports to.
+	owner  string
+	remote *cluster
 }
 
 // ref describes e for the caller.

@@ -81,19 +81,7 @@ func (j *journal) batch() *commitBatch {
 // put records e's current state (pending, running or delayed, by e.st)
 // and returns the batch that will commit it.
 func (j *journal) put(e *entry) *commitBatch {
-	r := row{
-		typ: string(e.tid.typ), id: e.tid.id, key: e.key.name, grp: e.grp.name,
-		weight: e.weight, payload: e.payload, submitted: e.submitted.UnixNano(),
-		runs: e.ctx.attempt, failures: e.attempts, retry: e.retry,
-	}
-	switch e.st {
-	case running:
-		r.state = rowRunning
-	case delayed:
-		r.state, r.until = rowDelayed, e.nextAge.UnixNano()
-	default:
-		r.state = rowPending
-	}
+	r := rowOf(e)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if c, ok := j.rows[e.tid]; ok {

@@ -18,12 +18,35 @@ func (s *Scheduler) open(st *Store) error {
 	if st.owned {
 		return fmt.Errorf("%w: the store is in use by another scheduler", ErrInvalidConfig)
 	}
-	got, err := st.load(context.Background())
+	got, err := st.load(context.Background(), st.db)
 	if err != nil {
 		return err
 	}
 	c := s.c
 	now := s.now()
+	c.restoreLearned(got, now)
+	for _, r := range got.rows {
+		e := c.entryOf(r, now)
+		switch {
+		case e == nil:
+		case r.state == rowDelayed:
+			c.hold(e, time.Unix(0, r.until))
+		default:
+			if r.state == rowRunning {
+				s.recovered++
+			}
+			c.enqueue(e, r.key, r.grp, now)
+		}
+	}
+	st.owned = true
+	s.st = st
+	s.j = newJournal(st, c.s)
+	return nil
+}
+
+// restoreLearned brings back the keys' charges, the learned estimates
+// and the system virtual time.
+func (c *core) restoreLearned(got *stored, now time.Time) {
 	for _, kr := range got.keys {
 		k := c.key(kr.name, now)
 		c.setVT(k, kr.charge/k.weight)
@@ -34,35 +57,28 @@ func (s *Scheduler) open(st *Store) error {
 		js.est, js.known, js.last = er.est, true, time.Unix(0, er.last)
 	}
 	c.vnow = got.vnow
-	for _, r := range got.rows {
-		t, ok := c.types[JobType(r.typ)]
-		if !ok {
-			if c.log != nil {
-				c.log.Warn("jobs.store: stored job of an unknown type left in the store", "type", r.typ, "id", r.id)
-			}
-			continue
+}
+
+// entryOf makes the entry of a stored job, with its key and group set
+// (enqueue sets them again); nil for a type the configuration does not
+// know, which stays in the store.
+func (c *core) entryOf(r row, now time.Time) *entry {
+	t, ok := c.types[JobType(r.typ)]
+	if !ok {
+		if c.log != nil {
+			c.log.Warn("jobs.store: stored job of an unknown type left in the store", "type", r.typ, "id", r.id)
 		}
-		e := &entry{
-			tid: tid{t.name, r.id}, typ: t, weight: r.weight, payload: r.payload,
-			retry: r.retry, attempts: r.failures, owners: 1, stored: true,
-			submitted: time.Unix(0, r.submitted),
-		}
-		e.ctx.attempt = r.runs
-		e.js = c.job(e.tid)
-		if r.state == rowRunning {
-			s.recovered++
-		}
-		if r.state == rowDelayed {
-			e.key, e.grp = c.key(r.key, now), c.group(r.grp)
-			c.hold(e, time.Unix(0, r.until))
-			continue
-		}
-		c.enqueue(e, r.key, r.grp, now)
+		return nil
 	}
-	st.owned = true
-	s.st = st
-	s.j = newJournal(st, c.s)
-	return nil
+	e := &entry{
+		tid: tid{t.name, r.id}, typ: t, weight: r.weight, payload: r.payload,
+		retry: r.retry, attempts: r.failures, owners: 1, stored: true,
+		submitted: time.Unix(0, r.submitted), owner: r.owner,
+	}
+	e.ctx.attempt = r.runs
+	e.js = c.job(e.tid)
+	e.key, e.grp = c.key(r.key, now), c.group(r.grp)
+	return e
 }
 
 // release stops the journal after a final commit and frees the store.

@@ -85,8 +85,18 @@ func (l onFairly) launch(s *Scheduler, e *entry) {
 		_, err := h.Wait()
 		// On its own goroutine: finishing admits the next job, which the
 		// runtime refuses too, and so on through the whole backlog.
-		go s.finish(e, err)
+		go s.ended(e, err)
 	}
+}
+
+// ended reports the end of a run started here: to the admission core,
+// or, for a job that another process's scheduler admitted, to the store.
+func (s *Scheduler) ended(e *entry, err error) {
+	if e.remote != nil {
+		e.remote.ran(e, err)
+		return
+	}
+	s.finish(e, err)
 }
 
 // runBody runs e's body and reports its end, a panic or runtime.Goexit
@@ -100,7 +110,7 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 		} else if !returned {
 			err = thread.ErrGoexit
 		}
-		s.finish(e, err)
+		s.ended(e, err)
 	}()
 	if e.run != nil {
 		err = e.run(&e.ctx, c)
@@ -125,6 +135,7 @@ type Scheduler struct {
 	wakeAt   time.Time
 	busy     sync.WaitGroup // launched jobs whose end is not fully handled
 	j        *journal       // the durable store's writer; nil in memory
+	cl       *cluster       // several processes on one PostgreSQL store
 	st       *Store
 	// recovered counts the jobs found running in the store at open.
 	recovered int
@@ -152,12 +163,16 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 		}
 		prio[i] = t.Priority
 	}
-	return newScheduler(s, onFairly{rt: rt, prio: prio})
+	local := onFairly{rt: rt, prio: prio}
+	if st := s.Store; st != nil && st.dialect == Postgres {
+		return newCluster(s, local)
+	}
+	return newScheduler(s, local)
 }
 
 func newScheduler(s *settings, run launcher) (*Scheduler, error) {
 	sc := &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
-	if s.Store != nil {
+	if s.Store != nil && s.Store.dialect != Postgres {
 		if err := sc.open(s.Store); err != nil {
 			return nil, err
 		}
@@ -176,7 +191,7 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 	if j.Run == nil && t.cfg.Handler == nil {
 		return nil, 0, fmt.Errorf("%w: %s %q has no Run and its type no Handler", ErrInvalidJob, j.Type, j.ID)
 	}
-	if j.Run != nil && s.j != nil {
+	if j.Run != nil && (s.j != nil || s.cl != nil) {
 		return nil, 0, fmt.Errorf("%w: %s %q: with a durable store a job's body is its type's Handler", ErrInvalidJob, j.Type, j.ID)
 	}
 	if j.Retry.Max < 0 || j.Retry.Backoff < 0 || j.Retry.MaxBackoff < 0 {
@@ -196,6 +211,13 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 // submission's body, key and group, and a RunSync caller that gives up no
 // longer cancels it.
 func (s *Scheduler) Submit(j Job) error {
+	if s.cl != nil {
+		_, w, err := s.check(j)
+		if err != nil {
+			return err
+		}
+		return s.cl.submit(context.Background(), j, w, false)
+	}
 	_, err := s.enter(j, false)
 	return err
 }
@@ -212,6 +234,13 @@ func (s *Scheduler) RunSync(ctx context.Context, j Job) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.cl != nil {
+		_, w, err := s.check(j)
+		if err != nil {
+			return err
+		}
+		return s.cl.submit(ctx, j, w, true)
 	}
 	e, err := s.enter(j, true)
 	if err != nil {
@@ -338,6 +367,9 @@ func (s *Scheduler) finish(e *entry, err error) {
 // commit admits what can run and re-arms the wake-up timer; mu is held.
 func (s *Scheduler) commit() []*entry {
 	now := s.now()
+	if s.cl != nil {
+		return nil // the leader's tick admits (cluster.go)
+	}
 	admitted := s.c.dispatch(now)
 	s.busy.Add(len(admitted))
 	for _, e := range admitted {
@@ -346,12 +378,7 @@ func (s *Scheduler) commit() []*entry {
 			s.j.put(e)
 		}
 	}
-	if len(s.c.events) > 0 {
-		s.evMu.Lock()
-		s.evq = append(s.evq, s.c.events...)
-		s.evMu.Unlock()
-		s.c.events = s.c.events[:0]
-	}
+	s.queueEvents()
 	if s.closing && s.c.nPending+s.c.nRunning+s.c.nDelayed == 0 {
 		select {
 		case <-s.drained:
@@ -370,6 +397,16 @@ func (s *Scheduler) commit() []*entry {
 		}
 	}
 	return admitted
+}
+
+// queueEvents moves the core's events to the delivery queue; mu is held.
+func (s *Scheduler) queueEvents() {
+	if len(s.c.events) > 0 {
+		s.evMu.Lock()
+		s.evq = append(s.evq, s.c.events...)
+		s.evMu.Unlock()
+		s.c.events = s.c.events[:0]
+	}
 }
 
 // tick runs when a job is due to age, a retry's backoff ends, or idle keys

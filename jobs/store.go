@@ -37,7 +37,8 @@ type Store struct {
 	lease time.Duration
 	mu    sync.Mutex
 	// owned is set while a Scheduler uses the store.
-	owned bool
+	owned  bool
+	listen func(ctx context.Context, wake func()) error
 }
 
 // StoreOptions tunes a Store.
@@ -46,6 +47,11 @@ type StoreOptions struct {
 	// and running jobs before the others take them back (several
 	// processes on one PostgreSQL database); 0 means DefaultLease.
 	Lease time.Duration
+	// Listen, if set, calls wake whenever another process may have
+	// changed the store, until ctx ends or the connection fails
+	// (PostgreSQL's LISTEN on the channel fairly_jobs; pgstore sets it).
+	// Without it, the processes of a cluster poll.
+	Listen func(ctx context.Context, wake func()) error
 }
 
 // DefaultLease is StoreOptions.Lease's default.
@@ -61,7 +67,7 @@ func NewStore(ctx context.Context, db *sql.DB, dialect Dialect, opts StoreOption
 	if opts.Lease < 0 {
 		return nil, invalid("negative lease")
 	}
-	st := &Store{db: db, dialect: dialect, lease: opts.Lease}
+	st := &Store{db: db, dialect: dialect, lease: opts.Lease, listen: opts.Listen}
 	if st.lease == 0 {
 		st.lease = DefaultLease
 	}
@@ -76,6 +82,8 @@ func NewStore(ctx context.Context, db *sql.DB, dialect Dialect, opts StoreOption
 			submitted BIGINT NOT NULL, state INTEGER NOT NULL, runs INTEGER NOT NULL,
 			failures INTEGER NOT NULL, retry_max INTEGER NOT NULL, retry_backoff BIGINT NOT NULL,
 			retry_max_backoff BIGINT NOT NULL, until BIGINT NOT NULL, owner TEXT NOT NULL,
+			elapsed BIGINT NOT NULL DEFAULT 0, failed BOOLEAN NOT NULL DEFAULT false,
+			result TEXT NOT NULL DEFAULT '',
 			PRIMARY KEY (type, id))`,
 		`CREATE TABLE IF NOT EXISTS fairly_keys (
 			name TEXT PRIMARY KEY, charge DOUBLE PRECISION NOT NULL, last BIGINT NOT NULL)`,
@@ -83,11 +91,30 @@ func NewStore(ctx context.Context, db *sql.DB, dialect Dialect, opts StoreOption
 			type TEXT NOT NULL, id TEXT NOT NULL, est DOUBLE PRECISION NOT NULL, last BIGINT NOT NULL,
 			PRIMARY KEY (type, id))`,
 		`CREATE TABLE IF NOT EXISTS fairly_meta (name TEXT PRIMARY KEY, value DOUBLE PRECISION NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS fairly_nodes (id TEXT PRIMARY KEY, expires BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS fairly_leader (
+			one INTEGER PRIMARY KEY, node TEXT NOT NULL, term BIGINT NOT NULL, expires BIGINT NOT NULL)`,
+		`INSERT INTO fairly_leader (one, node, term, expires) VALUES (1, '', 0, 0) ON CONFLICT (one) DO NOTHING`,
+		// What the ticks of a cluster look for (cluster.go), without a scan.
+		`CREATE INDEX IF NOT EXISTS fairly_jobs_news ON fairly_jobs (state) WHERE state IN (0, 4, 5)`,
+		`CREATE INDEX IF NOT EXISTS fairly_jobs_owned ON fairly_jobs (owner) WHERE state = 2`,
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: creating tables: %w", ErrStore, err)
+	}
+	if dialect == Postgres {
+		// Processes starting together would race to create the tables.
+		schema = append([]string{`SELECT pg_advisory_xact_lock(7242011)`}, schema...)
 	}
 	for _, q := range schema {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			_ = tx.Rollback()
 			return nil, fmt.Errorf("%w: creating tables: %w", ErrStore, err)
 		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("%w: creating tables: %w", ErrStore, err)
 	}
 	return st, nil
 }
@@ -118,10 +145,31 @@ func (st *Store) bind(q string) string {
 
 // Row states of fairly_jobs.
 const (
-	rowPending = 1 // waiting for admission
-	rowRunning = 2 // admitted; owner runs it
-	rowDelayed = 3 // waiting out a retry backoff until `until`
+	rowNew      = 0 // submitted to a cluster; the leader has not seen it yet
+	rowPending  = 1 // waiting for admission
+	rowRunning  = 2 // admitted; owner runs it
+	rowDelayed  = 3 // waiting out a retry backoff until `until`
+	rowDone     = 4 // its owner ran it: failed, result and elapsed are set
+	rowFinished = 5 // ended; kept a lease long so that waiters see the result
 )
+
+// rowOf is e's stored image.
+func rowOf(e *entry) row {
+	r := row{
+		typ: string(e.tid.typ), id: e.tid.id, key: e.key.name, grp: e.grp.name,
+		weight: e.weight, payload: e.payload, submitted: e.submitted.UnixNano(),
+		runs: e.ctx.attempt, failures: e.attempts, retry: e.retry, owner: e.owner,
+	}
+	switch e.st {
+	case running:
+		r.state = rowRunning
+	case delayed:
+		r.state, r.until = rowDelayed, e.nextAge.UnixNano()
+	default:
+		r.state = rowPending
+	}
+	return r
+}
 
 // row is the stored image of a job.
 type row struct {
@@ -192,15 +240,18 @@ func (st *Store) write(ctx context.Context, im *image) (err error) {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 		}
 	}()
-	if st.dialect == Postgres {
-		err = st.writeArrays(ctx, tx, im)
-	} else {
-		err = st.writeRows(ctx, tx, im)
-	}
-	if err != nil {
+	if err = st.writeTx(ctx, tx, im); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// writeTx writes im in tx.
+func (st *Store) writeTx(ctx context.Context, tx *sql.Tx, im *image) error {
+	if st.dialect == Postgres {
+		return st.writeArrays(ctx, tx, im)
+	}
+	return st.writeRows(ctx, tx, im)
 }
 
 // writeRows writes im one statement per row: SQLite runs in the process,
@@ -322,11 +373,17 @@ type stored struct {
 	vnow float64
 }
 
-// load reads everything the store holds.
-func (st *Store) load(ctx context.Context) (*stored, error) {
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// load reads everything the store holds, through q.
+func (st *Store) load(ctx context.Context, q querier) (*stored, error) {
 	out := &stored{}
 	wrap := func(err error) error { return fmt.Errorf("%w: loading: %w", ErrStore, err) }
-	rs, err := st.db.QueryContext(ctx, `SELECT `+jobCols+` FROM fairly_jobs`)
+	rs, err := q.QueryContext(ctx, `SELECT `+jobCols+` FROM fairly_jobs`)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -344,7 +401,7 @@ func (st *Store) load(ctx context.Context) (*stored, error) {
 	if err := rs.Err(); err != nil {
 		return nil, wrap(err)
 	}
-	rs, err = st.db.QueryContext(ctx, `SELECT name, charge, last FROM fairly_keys`)
+	rs, err = q.QueryContext(ctx, `SELECT name, charge, last FROM fairly_keys`)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -359,7 +416,7 @@ func (st *Store) load(ctx context.Context) (*stored, error) {
 	if err := rs.Err(); err != nil {
 		return nil, wrap(err)
 	}
-	rs, err = st.db.QueryContext(ctx, `SELECT type, id, est, last FROM fairly_estimates`)
+	rs, err = q.QueryContext(ctx, `SELECT type, id, est, last FROM fairly_estimates`)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -374,7 +431,7 @@ func (st *Store) load(ctx context.Context) (*stored, error) {
 	if err := rs.Err(); err != nil {
 		return nil, wrap(err)
 	}
-	err = st.db.QueryRowContext(ctx, st.bind(`SELECT value FROM fairly_meta WHERE name = ?`), "vnow").Scan(&out.vnow)
+	err = q.QueryRowContext(ctx, st.bind(`SELECT value FROM fairly_meta WHERE name = ?`), "vnow").Scan(&out.vnow)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, wrap(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/fairlyprompt/fairly/jobs"
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the driver "pgx"
 )
 
@@ -17,6 +18,9 @@ import (
 // jobs.Store, creating its tables if needed. Close the store after the
 // scheduler that uses it.
 func Open(ctx context.Context, dsn string, opts jobs.StoreOptions) (*jobs.Store, error) {
+	if opts.Listen == nil {
+		opts.Listen = func(ctx context.Context, wake func()) error { return listen(ctx, dsn, wake) }
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", jobs.ErrStore, err)
@@ -31,4 +35,24 @@ func Open(ctx context.Context, dsn string, opts jobs.StoreOptions) (*jobs.Store,
 		return nil, err
 	}
 	return st, nil
+}
+
+// listen wakes the scheduler on every notification of the channel
+// fairly_jobs, on a connection of its own, until ctx ends.
+func listen(ctx context.Context, dsn string, wake func()) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN fairly_jobs"); err != nil {
+		return err
+	}
+	wake() // whatever happened before LISTEN
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		wake()
+	}
 }

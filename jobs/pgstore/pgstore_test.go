@@ -1,0 +1,220 @@
+package pgstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/jobs"
+	"github.com/fairlyprompt/fairly/jobs/internal/storetest"
+	"github.com/fairlyprompt/fairly/jobs/pgstore"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// DSNEnv names the environment variable with the PostgreSQL DSN the tests
+// use; .ci/run sets it.
+const DSNEnv = "FAIRLY_JOBS_POSTGRES_DSN"
+
+// schemaDSN gives a DSN whose tables live in a fresh schema of their own,
+// so that tests and packages running at once do not meet.
+func schemaDSN(t testing.TB, name string) string {
+	dsn := os.Getenv(DSNEnv)
+	if dsn == "" {
+		t.Skipf("PostgreSQL tests skipped: set %s to a DSN (as .ci/run does)", DSNEnv)
+	}
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`DROP SCHEMA IF EXISTS ` + name + ` CASCADE`)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE SCHEMA ` + name)
+	require.NoError(t, err)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// node is one scheduler of a cluster, on its own runtime.
+type node struct {
+	s  *jobs.Scheduler
+	st *jobs.Store
+	rt *runtime.Runtime
+}
+
+func (n *node) close(t testing.TB) {
+	require.NoError(t, n.s.Close())
+	require.NoError(t, n.st.Close())
+	require.NoError(t, n.rt.Close())
+}
+
+// watch checks every run against the caps and conflicts as it happens.
+type watch struct {
+	mu       sync.Mutex
+	running  int
+	byType   map[jobs.JobType]int
+	byID     map[string]int
+	runs     map[string]int
+	violated []string
+}
+
+func (w *watch) enter(typ jobs.JobType, id string, slots int, caps map[jobs.JobType]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running++
+	w.byType[typ]++
+	w.byID[id]++
+	w.runs[string(typ)+"/"+id]++
+	if w.running > slots {
+		w.violated = append(w.violated, "slots")
+	}
+	if c := caps[typ]; c > 0 && w.byType[typ] > c {
+		w.violated = append(w.violated, "type cap "+string(typ))
+	}
+	if w.byID[id] > 1 {
+		w.violated = append(w.violated, "conflict on "+id)
+	}
+}
+
+func (w *watch) leave(typ jobs.JobType, id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running--
+	w.byType[typ]--
+	w.byID[id]--
+}
+
+func openNode(t testing.TB, dsn string, cfg jobs.Config) *node {
+	o := fairness.NewOrder()
+	p := o.New("jobs")
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 1})
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: crit})
+	require.NoError(t, err)
+	st, err := pgstore.Open(context.Background(), dsn, jobs.StoreOptions{Lease: time.Second})
+	require.NoError(t, err)
+	cfg.Store = st
+	cfg.Tiers = []jobs.Tier{{Name: "t", Priority: p}}
+	s, err := jobs.New(rt, cfg)
+	require.NoError(t, err)
+	return &node{s: s, st: st, rt: rt}
+}
+
+// Three schedulers on one database keep the total slots, a type's cap
+// and a conflict group across all of them; every job runs once; RunSync
+// on any of them gets the job's result.
+func TestThreeNodesOneOrder(t *testing.T) {
+	dsn := schemaDSN(t, "fairly_three_nodes")
+	w := &watch{byType: map[jobs.JobType]int{}, byID: map[string]int{}, runs: map[string]int{}}
+	caps := map[jobs.JobType]int{"clone": 2}
+	body := func(typ jobs.JobType) jobs.Handler {
+		return func(ctx context.Context, c *thread.Ctx, id string, payload []byte) error {
+			w.enter(typ, id, 4, caps)
+			defer w.leave(typ, id)
+			if err := thread.Sleep(c, time.Millisecond); err != nil {
+				return err
+			}
+			if string(payload) == "fail" {
+				return errors.New("failed on purpose")
+			}
+			return nil
+		}
+	}
+	cfg := jobs.Config{
+		Slots: 4,
+		Types: map[jobs.JobType]jobs.TypeConfig{
+			"clone":  {DefaultCost: time.Millisecond, MaxConcurrency: 2, ConflictGroup: "git", Tier: "t", Handler: body("clone")},
+			"repack": {DefaultCost: time.Millisecond, ConflictGroup: "git", Tier: "t", Handler: body("repack")},
+		},
+	}
+	nodes := []*node{openNode(t, dsn, cfg), openNode(t, dsn, cfg), openNode(t, dsn, cfg)}
+	ctx := context.Background()
+	const n = 60 // clone r0..r29 and repack r0..r29: each id conflicts once
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			j := jobs.Job{Type: "clone", ID: "r" + strconv.Itoa(i%30), Key: "k" + strconv.Itoa(i%4)}
+			if i >= 30 {
+				j.Type = "repack"
+			}
+			assert.NoError(t, nodes[i%3].s.RunSync(ctx, j))
+		})
+	}
+	wg.Wait()
+	err := nodes[1].s.RunSync(ctx, jobs.Job{Type: "repack", ID: "bad", Payload: []byte("fail")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "failed on purpose")
+	for _, nd := range nodes {
+		nd.close(t)
+	}
+	assert.Empty(t, w.violated)
+	total := 0
+	for id, r := range w.runs {
+		total += r
+		assert.Equal(t, 1, r, id)
+	}
+	assert.Equal(t, n+1, total)
+}
+
+// Two keys weighted 2:1, always backlogged, get 2/3 and 1/3 of the runs
+// however the three nodes share the work.
+func TestWeightsAcrossNodes(t *testing.T) {
+	dsn := schemaDSN(t, "fairly_weights")
+	var heavy, light atomic.Int64
+	var stop atomic.Bool
+	body := func(ctx context.Context, c *thread.Ctx, id string, _ []byte) error {
+		if stop.Load() {
+			return nil
+		}
+		if strings.HasPrefix(id, "heavy") {
+			heavy.Add(1)
+		} else {
+			light.Add(1)
+		}
+		return thread.Sleep(c, 2*time.Millisecond)
+	}
+	cfg := jobs.Config{
+		Slots:      3,
+		KeyWeights: map[string]float64{"heavy": 2, "light": 1},
+		Types:      map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: 2 * time.Millisecond, Tier: "t", Handler: body}},
+	}
+	nodes := []*node{openNode(t, dsn, cfg), openNode(t, dsn, cfg), openNode(t, dsn, cfg)}
+	for i := range 600 {
+		for _, k := range []string{"heavy", "light"} {
+			require.NoError(t, nodes[i%3].s.Submit(jobs.Job{Type: "j", ID: k + strconv.Itoa(i), Key: k}))
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for heavy.Load()+light.Load() < 600 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	h, l := heavy.Load(), light.Load()
+	share := float64(h) / float64(h+l)
+	assert.InDelta(t, 2.0/3, share, 0.05, "heavy %d, light %d", h, l)
+	for _, nd := range nodes {
+		nd.close(t)
+	}
+}
+
+// BenchmarkSubmitThroughput is storetest.Throughput on one node.
+func BenchmarkSubmitThroughput(b *testing.B) {
+	st, err := pgstore.Open(context.Background(), schemaDSN(b, "fairly_bench"), jobs.StoreOptions{})
+	require.NoError(b, err)
+	defer st.Close()
+	storetest.Throughput(b, st)
+}
