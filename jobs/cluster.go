@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,8 +57,9 @@ import (
 
 // Submit-only nodes and polling.
 const (
-	busyPoll = time.Millisecond      // between ticks while there is work
-	idlePoll = 20 * time.Millisecond // between ticks when the last found none
+	busyPoll   = time.Millisecond       // between ticks while there is work
+	idlePoll   = 20 * time.Millisecond  // between ticks when the last found none
+	nodesEvery = 100 * time.Millisecond // the leader reads the live nodes at most this often
 )
 
 type cluster struct {
@@ -97,6 +99,7 @@ type cluster struct {
 	kick       chan struct{}
 	quit       chan struct{}
 	stopListen context.CancelFunc
+	listening  atomic.Bool // the listener's connection is up
 	done       sync.WaitGroup
 }
 
@@ -134,7 +137,8 @@ func newCluster(s *settings, local onFairly) (*Scheduler, error) {
 		go func() {
 			defer cl.done.Done()
 			for ctx.Err() == nil {
-				if err := listen(ctx, cl.wake); err != nil && ctx.Err() == nil {
+				if err := listen(ctx, cl.node, cl.listenWake); err != nil && ctx.Err() == nil {
+					cl.listening.Store(false)
 					cl.logErr(err)
 					time.Sleep(idlePoll)
 				}
@@ -210,6 +214,12 @@ func (cl *cluster) submit(ctx context.Context, j Job, w float64, sync bool) erro
 		cl.wmu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// listenWake is the listener's wake-up; the first says it is listening.
+func (cl *cluster) listenWake() {
+	cl.listening.Store(true)
+	cl.wake()
 }
 
 func (cl *cluster) wake() {
@@ -320,7 +330,9 @@ func (cl *cluster) work(ctx context.Context) (bool, error) {
 	now := time.Now()
 	exp := now.Add(cl.st.lease).UnixNano()
 	cl.wmu.Lock()
-	closing := cl.closing
+	// A node whose listener is down could die unseen: it stops taking
+	// work until it listens again.
+	closing := cl.closing || cl.st.listen != nil && !cl.listening.Load()
 	ends := cl.ends
 	cl.ends = nil
 	cl.wmu.Unlock()
@@ -497,8 +509,16 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	if cl.term == 0 {
+		if cl.st.listen != nil && !cl.listening.Load() {
+			return false, nil // the others could not see this node die
+		}
+		cond := `expires < $3 OR node = $1`
+		if cl.st.listen != nil {
+			cond += ` OR NOT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE application_name = 'fairly-' || fairly_leader.node)`
+		}
 		err := tx.QueryRowContext(ctx, `UPDATE fairly_leader SET node = $1, term = term + 1, expires = $2
-			WHERE one = 1 AND (expires < $3 OR node = $1) RETURNING term`, cl.node, exp, now.UnixNano()).Scan(&cl.term)
+			WHERE one = 1 AND (`+cond+`) RETURNING term`, cl.node, exp, now.UnixNano()).Scan(&cl.term)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
@@ -519,7 +539,7 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 		}
 	}
 
-	if cl.live == nil || now.Sub(cl.seenAt) >= cl.st.lease/4 {
+	if cl.live == nil || now.Sub(cl.seenAt) >= min(cl.st.lease/4, nodesEvery) {
 		if cl.live, err = cl.nodes(ctx, tx, now); err != nil {
 			return false, err
 		}
@@ -706,26 +726,37 @@ func (cl *cluster) pick(live map[string]bool) string {
 
 // nodes lists the live nodes and forgets the dead ones.
 func (cl *cluster) nodes(ctx context.Context, tx *sql.Tx, now time.Time) (map[string]bool, error) {
-	rs, err := tx.QueryContext(ctx, `SELECT id, expires FROM fairly_nodes`)
+	q := `SELECT id, expires, true FROM fairly_nodes`
+	if cl.st.listen != nil {
+		q = `SELECT id, expires, EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE application_name = 'fairly-' || fairly_nodes.id) FROM fairly_nodes`
+	}
+	rs, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	live := make(map[string]bool)
+	var gone []string
 	for rs.Next() {
 		var id string
 		var exp int64
-		if err := rs.Scan(&id, &exp); err != nil {
+		var connected bool
+		if err := rs.Scan(&id, &exp, &connected); err != nil {
 			rs.Close()
 			return nil, err
 		}
-		if exp >= now.UnixNano() {
+		switch {
+		case exp >= now.UnixNano() && connected:
 			live[id] = true
+		case !connected:
+			gone = append(gone, id)
 		}
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM fairly_nodes WHERE expires < $1`, now.UnixNano())
+	_, err = tx.ExecContext(ctx, `DELETE FROM fairly_nodes WHERE expires < $1 OR id = ANY($2::text[])`,
+		now.UnixNano(), gone)
 	return live, err
 }
 

@@ -176,6 +176,7 @@ func newScheduler(s *settings, run launcher) (*Scheduler, error) {
 		if err := sc.open(s.Store); err != nil {
 			return nil, err
 		}
+		sc.Reschedule() // what came back starts at once
 	}
 	return sc, nil
 }

@@ -38,7 +38,7 @@ type Store struct {
 	mu    sync.Mutex
 	// owned is set while a Scheduler uses the store.
 	owned  bool
-	listen func(ctx context.Context, wake func()) error
+	listen func(ctx context.Context, node string, wake func()) error
 }
 
 // StoreOptions tunes a Store.
@@ -50,8 +50,11 @@ type StoreOptions struct {
 	// Listen, if set, calls wake whenever another process may have
 	// changed the store, until ctx ends or the connection fails
 	// (PostgreSQL's LISTEN on the channel fairly_jobs; pgstore sets it).
-	// Without it, the processes of a cluster poll.
-	Listen func(ctx context.Context, wake func()) error
+	// Its connection's application_name is "fairly-" + node while it
+	// listens: the other processes take that connection's end as the end
+	// of the process, at once, without waiting out its lease. Without
+	// Listen, the processes of a cluster poll and wait out leases.
+	Listen func(ctx context.Context, node string, wake func()) error
 }
 
 // DefaultLease is StoreOptions.Lease's default.

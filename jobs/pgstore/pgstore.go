@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 
 	"github.com/fairlyprompt/fairly/jobs"
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,7 @@ import (
 // scheduler that uses it.
 func Open(ctx context.Context, dsn string, opts jobs.StoreOptions) (*jobs.Store, error) {
 	if opts.Listen == nil {
-		opts.Listen = func(ctx context.Context, wake func()) error { return listen(ctx, dsn, wake) }
+		opts.Listen = func(ctx context.Context, node string, wake func()) error { return listen(ctx, dsn, node, wake) }
 	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -38,9 +39,16 @@ func Open(ctx context.Context, dsn string, opts jobs.StoreOptions) (*jobs.Store,
 }
 
 // listen wakes the scheduler on every notification of the channel
-// fairly_jobs, on a connection of its own, until ctx ends.
-func listen(ctx context.Context, dsn string, wake func()) error {
-	conn, err := pgx.Connect(ctx, dsn)
+// fairly_jobs, on a connection of its own named after the node, until ctx
+// ends: while the connection lives, the other processes know the node is
+// alive.
+func listen(ctx context.Context, dsn, node string, wake func()) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["application_name"] = "fairly-" + node
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -55,4 +63,35 @@ func listen(ctx context.Context, dsn string, wake func()) error {
 		}
 		wake()
 	}
+}
+
+// FreshSchema drops the schema named schema with everything in it,
+// creates it empty, and returns a DSN like dsn whose tables live there
+// (search_path), for tests and tools that want a store of their own.
+func FreshSchema(ctx context.Context, dsn, schema string) (string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", jobs.ErrStore, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", jobs.ErrStore, err)
+	}
+	defer conn.Close(context.Background())
+	name := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+name+` CASCADE`); err != nil {
+		return "", fmt.Errorf("%w: %w", jobs.ErrStore, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+name); err != nil {
+		return "", fmt.Errorf("%w: %w", jobs.ErrStore, err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		// key=value form
+		return dsn + " search_path=" + schema, nil
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

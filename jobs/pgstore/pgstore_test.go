@@ -2,9 +2,7 @@ package pgstore_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -34,19 +32,9 @@ func schemaDSN(t testing.TB, name string) string {
 	if dsn == "" {
 		t.Skipf("PostgreSQL tests skipped: set %s to a DSN (as .ci/run does)", DSNEnv)
 	}
-	db, err := sql.Open("pgx", dsn)
+	dsn, err := pgstore.FreshSchema(context.Background(), dsn, name)
 	require.NoError(t, err)
-	defer db.Close()
-	_, err = db.Exec(`DROP SCHEMA IF EXISTS ` + name + ` CASCADE`)
-	require.NoError(t, err)
-	_, err = db.Exec(`CREATE SCHEMA ` + name)
-	require.NoError(t, err)
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return dsn
 }
 
 // node is one scheduler of a cluster, on its own runtime.

@@ -154,6 +154,9 @@ func TestJobsSurviveKill9(t *testing.T) {
 	}
 	assert.InDelta(t, 2, vt["heavy"], 1e-9, "heavy's charge for two runs of 1 s estimated survives")
 	assert.Less(t, vt["light"], vt["heavy"])
+	// What came back runs without waiting for a submission: the blocker
+	// starts again.
+	require.Eventually(t, func() bool { return s.Snapshot().Running == 1 }, 10*time.Second, time.Millisecond)
 	// A second submission of a stored (type, id) joins it.
 	require.NoError(t, s.Submit(jobs.Job{Type: "work", ID: "p1", Key: "light", Payload: []byte("0")}))
 	close(release)
@@ -199,7 +202,8 @@ func TestSubmitCommits(t *testing.T) {
 
 	r = &runs{}
 	s, _, closeAll = open(t, path, r, nil)
-	assert.Len(t, s.Snapshot().Pending, 100, "Shutdown leaves a durable store's pending jobs in it")
+	snap := s.Snapshot()
+	assert.Equal(t, 100, len(snap.Pending)+snap.Running, "Shutdown leaves a durable store's pending jobs in it")
 	closeAll()
 	assert.Len(t, r.order, 100)
 	assert.NotContains(t, r.order, "b/1", "the blocker finished before the restart")
