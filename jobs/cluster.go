@@ -229,16 +229,15 @@ func (cl *cluster) wake() {
 	}
 }
 
-const submitJob = `INSERT INTO fairly_jobs (` + jobCols + `)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
-		$6::bytea[], $7::int8[], $8::int4[], $9::int4[], $10::int4[], $11::int4[],
-		$12::int8[], $13::int8[], $14::int8[], $15::text[])
+// submitJob inserts new jobs and notifies the leader, in one round trip.
+const submitJob = `WITH i AS (INSERT INTO fairly_jobs (` + jobCols + `) ` + unnestJobs + `
 	ON CONFLICT (type, id) DO UPDATE SET key = excluded.key, grp = excluded.grp,
 	weight = excluded.weight, payload = excluded.payload, submitted = excluded.submitted,
 	state = excluded.state, runs = 0, failures = 0, retry_max = excluded.retry_max,
 	retry_backoff = excluded.retry_backoff, retry_max_backoff = excluded.retry_max_backoff,
 	until = 0, owner = '', failed = false, result = ''
-	WHERE fairly_jobs.state = 5`
+	WHERE fairly_jobs.state = 5)
+	SELECT pg_notify('fairly_jobs', '')`
 
 // writeSubmissions is the submissions' group-commit writer.
 func (cl *cluster) writeSubmissions() {
@@ -261,9 +260,6 @@ func (cl *cluster) writeSubmissions() {
 			rows = append(rows, r)
 		}
 		_, err := cl.st.db.ExecContext(context.Background(), submitJob, columns(rows)...)
-		if err == nil {
-			_, err = cl.st.db.ExecContext(context.Background(), `NOTIFY fairly_jobs`)
-		}
 		if err != nil {
 			b.err = fmt.Errorf("%w: %w", ErrStore, err)
 			cl.logErr(b.err)
@@ -271,22 +267,6 @@ func (cl *cluster) writeSubmissions() {
 		close(b.done)
 		cl.wake()
 	}
-}
-
-// columns gives rows as the fifteen arrays of jobCols.
-func columns(rows []row) []any {
-	n := len(rows)
-	typ, id, key, grp, owner := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	weight, payload := make([]float64, n), make([][]byte, n)
-	submitted, backoff, maxBackoff, until := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	state, runs, failures, retryMax := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	for i, r := range rows {
-		typ[i], id[i], key[i], grp[i], owner[i] = r.typ, r.id, r.key, r.grp, r.owner
-		weight[i], payload[i] = r.weight, r.payload
-		submitted[i], backoff[i], maxBackoff[i], until[i] = r.submitted, int64(r.retry.Backoff), int64(r.retry.MaxBackoff), r.until
-		state[i], runs[i], failures[i], retryMax[i] = int32(r.state), int32(r.runs), int32(r.failures), int32(r.retry.Max)
-	}
-	return []any{typ, id, key, grp, weight, payload, submitted, state, runs, failures, retryMax, backoff, maxBackoff, until, owner}
 }
 
 // loop ticks the node and, when it is or can become the leader, the
@@ -352,16 +332,18 @@ func (cl *cluster) work(ctx context.Context) (bool, error) {
 		for i, e := range ends {
 			typ[i], id[i], result[i], runs[i], failed[i], elapsed[i] = e.typ, e.id, e.result, int32(e.runs), e.failed, int64(e.elapsed)
 		}
-		if _, err := db.ExecContext(ctx, `UPDATE fairly_jobs j SET state = 4, failed = u.failed,
-			result = u.result, elapsed = u.elapsed
+		// On the store's asynchronous connections: a PostgreSQL crash may
+		// lose the last ends, and those jobs run again (at least once);
+		// a run never overlaps another, since it had ended.
+		if _, err := cl.st.async().ExecContext(ctx, `WITH u AS (UPDATE fairly_jobs j SET state = 4,
+				failed = u.failed, result = u.result, elapsed = u.elapsed
 			FROM unnest($1::text[], $2::text[], $3::int4[], $4::bool[], $5::text[], $6::int8[])
 				AS u(type, id, runs, failed, result, elapsed)
-			WHERE j.type = u.type AND j.id = u.id AND j.runs = u.runs AND j.owner = $7 AND j.state = 2`,
+			WHERE j.type = u.type AND j.id = u.id AND j.runs = u.runs AND j.owner = $7 AND j.state = 2
+			RETURNING 1)
+			SELECT pg_notify('fairly_jobs', '') WHERE EXISTS (SELECT 1 FROM u)`,
 			typ, id, runs, failed, result, elapsed, cl.node); err != nil {
 			cl.requeueEnds(ends)
-			return worked, err
-		}
-		if _, err := db.ExecContext(ctx, `NOTIFY fairly_jobs`); err != nil {
 			return worked, err
 		}
 		cl.wmu.Lock()
@@ -563,7 +545,10 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 		elapsed time.Duration
 	}
 	var dones []doneRow
-	rs, err := tx.QueryContext(ctx, `SELECT type, id, runs, failed, result, elapsed FROM fairly_jobs WHERE state = 4`)
+	// Every end is taken as final here; a retry's row is written again
+	// below, in this transaction.
+	rs, err := tx.QueryContext(ctx, `UPDATE fairly_jobs SET state = 5, until = $1, owner = '' WHERE state = 4
+		RETURNING type, id, runs, failed, result, elapsed`, now.UnixNano())
 	if err != nil {
 		return false, err
 	}
@@ -584,7 +569,6 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 
 	s := cl.s
 	im := &tickImage{}
-	var fin []endRow
 	s.mu.Lock()
 	c := s.c
 	for _, r := range fresh {
@@ -599,11 +583,10 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 	}
 	for _, d := range dones {
 		js := c.jobs[d.k]
-		e := js.running
-		if js == nil || e == nil || e.ctx.attempt != d.runs {
-			fin = append(fin, endRow{typ: string(d.k.typ), id: d.k.id, failed: d.failed, result: d.result})
-			continue
+		if js == nil || js.running == nil || js.running.ctx.attempt != d.runs {
+			continue // not this core's run: its row is finished all the same
 		}
+		e := js.running
 		cl.load[e.owner]--
 		c.complete(e, d.elapsed, now)
 		if d.failed && e.attempts < e.retry.Max {
@@ -611,8 +594,6 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 			e.owner = ""
 			c.hold(e, now.Add(e.retry.delay(e.attempts)))
 			im.put(rowOf(e))
-		} else {
-			fin = append(fin, endRow{typ: string(d.k.typ), id: d.k.id, failed: d.failed, result: d.result})
 		}
 		im.learned(e)
 	}
@@ -646,25 +627,8 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 	s.mu.Unlock()
 	s.deliver()
 
-	if err := cl.st.writeTx(ctx, tx, im.image()); err != nil {
+	if err := cl.st.writeTx(ctx, tx, im.image(), admitted > 0 || len(dones) > 0); err != nil {
 		return false, err
-	}
-	if n := len(fin); n > 0 {
-		typ, id, result, failed := make([]string, n), make([]string, n), make([]string, n), make([]bool, n)
-		for i, f := range fin {
-			typ[i], id[i], result[i], failed[i] = f.typ, f.id, f.result, f.failed
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE fairly_jobs j SET state = 5, failed = u.failed,
-			result = u.result, until = $5, owner = ''
-			FROM unnest($1::text[], $2::text[], $3::bool[], $4::text[]) AS u(type, id, failed, result)
-			WHERE j.type = u.type AND j.id = u.id`, typ, id, failed, result, now.UnixNano()); err != nil {
-			return false, err
-		}
-	}
-	if admitted > 0 || len(fin) > 0 {
-		if _, err := tx.ExecContext(ctx, `NOTIFY fairly_jobs`); err != nil {
-			return false, err
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err

@@ -37,8 +37,9 @@ type Store struct {
 	lease time.Duration
 	mu    sync.Mutex
 	// owned is set while a Scheduler uses the store.
-	owned  bool
-	listen func(ctx context.Context, node string, wake func()) error
+	owned   bool
+	listen  func(ctx context.Context, node string, wake func()) error
+	asyncDB *sql.DB
 }
 
 // StoreOptions tunes a Store.
@@ -55,6 +56,14 @@ type StoreOptions struct {
 	// of the process, at once, without waiting out its lease. Without
 	// Listen, the processes of a cluster poll and wait out leases.
 	Listen func(ctx context.Context, node string, wake func()) error
+	// Async, if set, is the same database on connections whose commits
+	// do not wait for the disk (PostgreSQL's synchronous_commit off). A
+	// cluster writes the ends of runs through it: a crash of the database
+	// server may lose the last of them, and those jobs then run again, as
+	// at least once allows; no run overlaps another, since they had ended.
+	// Submissions and admissions always wait for the disk. NewStore's
+	// Close closes it.
+	Async *sql.DB
 }
 
 // DefaultLease is StoreOptions.Lease's default.
@@ -70,7 +79,7 @@ func NewStore(ctx context.Context, db *sql.DB, dialect Dialect, opts StoreOption
 	if opts.Lease < 0 {
 		return nil, invalid("negative lease")
 	}
-	st := &Store{db: db, dialect: dialect, lease: opts.Lease, listen: opts.Listen}
+	st := &Store{db: db, dialect: dialect, lease: opts.Lease, listen: opts.Listen, asyncDB: opts.Async}
 	if st.lease == 0 {
 		st.lease = DefaultLease
 	}
@@ -123,7 +132,21 @@ func NewStore(ctx context.Context, db *sql.DB, dialect Dialect, opts StoreOption
 }
 
 // Close closes the store's database.
-func (st *Store) Close() error { return st.db.Close() }
+func (st *Store) Close() error {
+	if st.asyncDB != nil {
+		st.asyncDB.Close()
+	}
+	return st.db.Close()
+}
+
+// async is the database for commits that may be lost in a crash of the
+// database server without harm (see StoreOptions.Async).
+func (st *Store) async() *sql.DB {
+	if st.asyncDB != nil {
+		return st.asyncDB
+	}
+	return st.db
+}
 
 // DB is the store's database, for inspection (tests, tools).
 func (st *Store) DB() *sql.DB { return st.db }
@@ -243,16 +266,17 @@ func (st *Store) write(ctx context.Context, im *image) (err error) {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 		}
 	}()
-	if err = st.writeTx(ctx, tx, im); err != nil {
+	if err = st.writeTx(ctx, tx, im, false); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-// writeTx writes im in tx.
-func (st *Store) writeTx(ctx context.Context, tx *sql.Tx, im *image) error {
+// writeTx writes im in tx; on PostgreSQL, with notify, it also notifies
+// the channel fairly_jobs.
+func (st *Store) writeTx(ctx context.Context, tx *sql.Tx, im *image, notify bool) error {
 	if st.dialect == Postgres {
-		return st.writeArrays(ctx, tx, im)
+		return st.writeArrays(ctx, tx, im, notify)
 	}
 	return st.writeRows(ctx, tx, im)
 }
@@ -302,70 +326,58 @@ func (st *Store) writeRows(ctx context.Context, tx *sql.Tx, im *image) error {
 	return nil
 }
 
-// writeArrays writes im with one statement per table, the rows passed as
-// arrays: on PostgreSQL a statement is a round trip.
-func (st *Store) writeArrays(ctx context.Context, tx *sql.Tx, im *image) error {
-	if n := len(im.rows); n > 0 {
-		var (
-			typ, id, key, grp, owner              = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-			weight                                = make([]float64, n)
-			payload                               = make([][]byte, n)
-			submitted, backoff, maxBackoff, until = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-			state, runs, failures, retryMax       = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-		)
-		for i, r := range im.rows {
-			typ[i], id[i], key[i], grp[i], owner[i] = r.typ, r.id, r.key, r.grp, r.owner
-			weight[i], payload[i] = r.weight, r.payload
-			submitted[i], backoff[i], maxBackoff[i], until[i] = r.submitted, int64(r.retry.Backoff), int64(r.retry.MaxBackoff), r.until
-			state[i], runs[i], failures[i], retryMax[i] = int32(r.state), int32(r.runs), int32(r.failures), int32(r.retry.Max)
-		}
-		q := strings.Replace(upsertJob, `VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			`SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
-				$6::bytea[], $7::int8[], $8::int4[], $9::int4[], $10::int4[], $11::int4[],
-				$12::int8[], $13::int8[], $14::int8[], $15::text[])`, 1)
-		if _, err := tx.ExecContext(ctx, q, typ, id, key, grp, weight, payload, submitted,
-			state, runs, failures, retryMax, backoff, maxBackoff, until, owner); err != nil {
-			return err
-		}
+// writeArrays writes im in one statement, the rows passed as arrays, one
+// data-modifying WITH clause per table: on PostgreSQL a statement is a
+// round trip. With notify, the statement also notifies fairly_jobs.
+func (st *Store) writeArrays(ctx context.Context, tx *sql.Tx, im *image, notify bool) error {
+	args := columns(im.rows)
+	n := len(im.dels)
+	dtyp, did := make([]string, n), make([]string, n)
+	for i, d := range im.dels {
+		dtyp[i], did[i] = string(d.typ), d.id
 	}
-	if n := len(im.dels); n > 0 {
-		typ, id := make([]string, n), make([]string, n)
-		for i, d := range im.dels {
-			typ[i], id[i] = string(d.typ), d.id
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM fairly_jobs WHERE (type, id) IN
-			(SELECT * FROM unnest($1::text[], $2::text[]))`, typ, id); err != nil {
-			return err
-		}
+	n = len(im.keys)
+	name, charge, klast := make([]string, n), make([]float64, n), make([]int64, n)
+	for i, k := range im.keys {
+		name[i], charge[i], klast[i] = k.name, k.charge, k.last
 	}
-	if n := len(im.keys); n > 0 {
-		name, charge, last := make([]string, n), make([]float64, n), make([]int64, n)
-		for i, k := range im.keys {
-			name[i], charge[i], last[i] = k.name, k.charge, k.last
-		}
-		q := strings.Replace(upsertKey, `VALUES (?,?,?)`,
-			`SELECT * FROM unnest($1::text[], $2::float8[], $3::int8[])`, 1)
-		if _, err := tx.ExecContext(ctx, q, name, charge, last); err != nil {
-			return err
-		}
+	n = len(im.ests)
+	etyp, eid, est, elast := make([]string, n), make([]string, n), make([]float64, n), make([]int64, n)
+	for i, e := range im.ests {
+		etyp[i], eid[i], est[i], elast[i] = e.typ, e.id, e.est, e.last
 	}
-	if n := len(im.ests); n > 0 {
-		typ, id, est, last := make([]string, n), make([]string, n), make([]float64, n), make([]int64, n)
-		for i, e := range im.ests {
-			typ[i], id[i], est[i], last[i] = e.typ, e.id, e.est, e.last
-		}
-		q := strings.Replace(upsertEst, `VALUES (?,?,?,?)`,
-			`SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::int8[])`, 1)
-		if _, err := tx.ExecContext(ctx, q, typ, id, est, last); err != nil {
-			return err
-		}
+	args = append(args, dtyp, did, name, charge, klast, etyp, eid, est, elast, im.vnow, im.setV, notify)
+	_, err := tx.ExecContext(ctx, `WITH
+		j AS (`+strings.Replace(upsertJob, `VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, unnestJobs, 1)+`),
+		d AS (DELETE FROM fairly_jobs WHERE (type, id) IN (SELECT * FROM unnest($16::text[], $17::text[]))),
+		k AS (`+strings.Replace(upsertKey, `VALUES (?,?,?)`,
+		`SELECT * FROM unnest($18::text[], $19::float8[], $20::int8[])`, 1)+`),
+		e AS (`+strings.Replace(upsertEst, `VALUES (?,?,?,?)`,
+		`SELECT * FROM unnest($21::text[], $22::text[], $23::float8[], $24::int8[])`, 1)+`),
+		m AS (`+strings.Replace(upsertMeta, `VALUES (?, ?)`, `SELECT 'vnow', $25::float8 WHERE $26`, 1)+`)
+		SELECT pg_notify('fairly_jobs', '') WHERE $27`, args...)
+	return err
+}
+
+// unnestJobs is the fifteen arrays of columns as rows of jobCols.
+const unnestJobs = `SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
+	$6::bytea[], $7::int8[], $8::int4[], $9::int4[], $10::int4[], $11::int4[],
+	$12::int8[], $13::int8[], $14::int8[], $15::text[])`
+
+// columns gives rows as the fifteen arrays of jobCols.
+func columns(rows []row) []any {
+	n := len(rows)
+	typ, id, key, grp, owner := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	weight, payload := make([]float64, n), make([][]byte, n)
+	submitted, backoff, maxBackoff, until := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	state, runs, failures, retryMax := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	for i, r := range rows {
+		typ[i], id[i], key[i], grp[i], owner[i] = r.typ, r.id, r.key, r.grp, r.owner
+		weight[i], payload[i] = r.weight, r.payload
+		submitted[i], backoff[i], maxBackoff[i], until[i] = r.submitted, int64(r.retry.Backoff), int64(r.retry.MaxBackoff), r.until
+		state[i], runs[i], failures[i], retryMax[i] = int32(r.state), int32(r.runs), int32(r.failures), int32(r.retry.Max)
 	}
-	if im.setV {
-		if _, err := tx.ExecContext(ctx, st.bind(upsertMeta), "vnow", im.vnow); err != nil {
-			return err
-		}
-	}
-	return nil
+	return []any{typ, id, key, grp, weight, payload, submitted, state, runs, failures, retryMax, backoff, maxBackoff, until, owner}
 }
 
 // stored is what a scheduler finds in its store when it starts.

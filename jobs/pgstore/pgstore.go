@@ -11,7 +11,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/jobs"
 	"github.com/jackc/pgx/v5"
-	_ "github.com/jackc/pgx/v5/stdlib" // the driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib" // also the driver "pgx"
 )
 
 // Open connects to the PostgreSQL database that dsn names (a URL such as
@@ -30,9 +30,19 @@ func Open(ctx context.Context, dsn string, opts jobs.StoreOptions) (*jobs.Store,
 		db.Close()
 		return nil, fmt.Errorf("%w: %w", jobs.ErrStore, err)
 	}
+	if opts.Async == nil {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("%w: %w", jobs.ErrStore, err)
+		}
+		cfg.RuntimeParams["synchronous_commit"] = "off"
+		opts.Async = stdlib.OpenDB(*cfg)
+	}
 	st, err := jobs.NewStore(ctx, db, jobs.Postgres, opts)
 	if err != nil {
 		db.Close()
+		opts.Async.Close()
 		return nil, err
 	}
 	return st, nil

@@ -3,7 +3,9 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +88,12 @@ func (w *watch) leave(typ jobs.JobType, id string) {
 	w.byID[id]--
 }
 
+// openNode starts a scheduler on the store of dsn; t nil panics on
+// failure (a node process of BenchmarkThreeProcesses).
 func openNode(t testing.TB, dsn string, cfg jobs.Config) *node {
+	if t == nil {
+		t = panicking{}
+	}
 	o := fairness.NewOrder()
 	p := o.New("jobs")
 	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 1})
@@ -206,3 +213,76 @@ func BenchmarkSubmitThroughput(b *testing.B) {
 	defer st.Close()
 	storetest.Throughput(b, st)
 }
+
+// nodeEnv makes the test binary a node of BenchmarkThreeProcesses: it
+// runs the benchmark's jobs on the store of that DSN until it is killed.
+const nodeEnv = "FAIRLY_PGSTORE_TEST_NODE"
+
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(nodeEnv); dsn != "" {
+		openNode(nil, dsn, benchConfig())
+		select {} // until the benchmark kills it
+	}
+	os.Exit(m.Run())
+}
+
+func benchConfig() jobs.Config {
+	return jobs.Config{
+		Slots: 64,
+		Types: map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: time.Millisecond, Tier: "t",
+			Handler: func(context.Context, *thread.Ctx, string, []byte) error { return nil }}},
+	}
+}
+
+// BenchmarkThreeProcesses is the whole path across three processes on
+// one database: this one submits 10 000 jobs with empty bodies per
+// iteration from 64 goroutines, one key each, and it and two others (the
+// test binary started again) run them on 64 slots in all; an iteration
+// ends when the store holds no job that has not finished. It reports
+// jobs/s.
+func BenchmarkThreeProcesses(b *testing.B) {
+	dsn := schemaDSN(b, "fairly_bench3")
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), nodeEnv+"="+dsn)
+		cmd.Stderr = os.Stderr
+		require.NoError(b, cmd.Start())
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	}
+	n := openNode(b, dsn, benchConfig())
+	defer n.close(b)
+	const batch, submitters = 10_000, 64
+	iter := 0
+	for b.Loop() {
+		iter++
+		prefix := "repo" + strconv.Itoa(iter) + "-"
+		var subs sync.WaitGroup
+		for g := range submitters {
+			subs.Go(func() {
+				for i := g; i < batch; i += submitters {
+					id := strconv.Itoa(i)
+					if err := n.s.Submit(jobs.Job{Type: "j", ID: prefix + id, Key: "client" + id}); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		subs.Wait()
+		for {
+			var left int
+			require.NoError(b, n.st.DB().QueryRow(`SELECT count(*) FROM fairly_jobs WHERE state <> 5`).Scan(&left))
+			if left == 0 {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// panicking is a testing.TB for a node process: a failure panics.
+type panicking struct{ testing.TB }
+
+func (panicking) Helper()                           {}
+func (panicking) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (panicking) FailNow()                          { panic("failed") }

@@ -49,7 +49,7 @@ var (
 	storeKind = flag.String("store", "sqlite", "sqlite or postgres")
 	procs     = flag.Int("procs", 1, "worker processes (1 for sqlite)")
 	njobs     = flag.Int("jobs", 10000, "jobs to run")
-	killEvery = flag.Duration("kill-every", 300*time.Millisecond, "kill a random worker this often")
+	killEvery = flag.Duration("kill-every", 300*time.Millisecond, "kill a random worker this often; 0 kills none (a throughput run)")
 	dsnFlag   = flag.String("dsn", os.Getenv("FAIRLY_JOBS_POSTGRES_DSN"), "PostgreSQL DSN")
 	dir       = flag.String("dir", "", "directory for the SQLite file and the run log (default: a temporary one)")
 	timeout   = flag.Duration("timeout", 10*time.Minute, "give up after this long")
@@ -210,8 +210,8 @@ func run() error {
 	if *storeKind == "sqlite" && *procs != 1 {
 		return fmt.Errorf("an SQLite store serves one process: -procs 1")
 	}
-	if *procs < 1 || *njobs < 1 || *killEvery <= 0 {
-		return fmt.Errorf("-procs, -jobs and -kill-every must be positive")
+	if *procs < 1 || *njobs < 1 || *killEvery < 0 {
+		return fmt.Errorf("-procs and -jobs must be positive, -kill-every not negative")
 	}
 	d := *dir
 	if d == "" {
@@ -264,12 +264,19 @@ func run() error {
 	}
 	began := time.Now()
 	deadline := began.Add(*timeout)
-	tick := time.NewTicker(*killEvery)
+	every := *killEvery
+	if every == 0 {
+		every = 20 * time.Millisecond // only to look for the end
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	nkills := 0
 	for range tick.C {
 		if ev, _ := readLog(logName); ev.completed() >= *njobs || time.Now().After(deadline) {
 			break
+		}
+		if *killEvery == 0 {
+			continue
 		}
 		p := ps[rand.IntN(len(ps))]
 		kill(p)
@@ -287,7 +294,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d workers killed %d times in %v\n", *procs, nkills, time.Since(began).Round(time.Millisecond))
+	took := time.Since(began)
+	fmt.Printf("%d workers killed %d times; %d jobs completed in %v from the workers' start, %.0f jobs/s\n",
+		*procs, nkills, ev.completed(), took.Round(time.Millisecond), float64(ev.completed())/took.Seconds())
 	r := ev.check(kills)
 	fmt.Printf("jobcrash: %d submitted, %d completed, %d lost, %d re-run after a crash, %d overlapping runs of one (type, id), %d conflict or cap violations\n",
 		r.submitted, r.completed, r.lost, r.rerun, r.overlapping, r.violations)
