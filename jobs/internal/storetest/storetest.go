@@ -21,17 +21,7 @@ import (
 // until all have run; Close then waits for the last ends to be committed.
 // It reports jobs/s.
 func Throughput(b *testing.B, st *jobs.Store) {
-	o := fairness.NewOrder()
-	p := o.New("jobs")
-	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 100})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: crit})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
+	rt, p := Runtime(b)
 	var wg sync.WaitGroup
 	body := func(context.Context, *thread.Ctx, string, []byte) error { wg.Done(); return nil }
 	s, err := jobs.New(rt, jobs.Config{
@@ -67,4 +57,21 @@ func Throughput(b *testing.B, st *jobs.Store) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// Runtime is a runtime with P = 2 and one priority, closed when b ends,
+// for the throughput benchmarks.
+func Runtime(b *testing.B) (*runtime.Runtime, fairness.Priority) {
+	o := fairness.NewOrder()
+	p := o.New("jobs")
+	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: crit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close() })
+	return rt, p
 }
