@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,7 +99,9 @@ func openNode(t testing.TB, dsn string, cfg jobs.Config) *node {
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{Procs: 1, Criterion: crit})
 	require.NoError(t, err)
-	st, err := pgstore.Open(context.Background(), dsn, jobs.StoreOptions{Lease: time.Second})
+	// A long lease: finished jobs stay in the store that long, for the
+	// tests to count; dead processes are seen by their connections.
+	st, err := pgstore.Open(context.Background(), dsn, jobs.StoreOptions{Lease: time.Minute})
 	require.NoError(t, err)
 	cfg.Store = st
 	cfg.Tiers = []jobs.Tier{{Name: "t", Priority: p}}
@@ -166,62 +167,101 @@ func TestThreeNodesOneOrder(t *testing.T) {
 }
 
 // Two keys weighted 2:1, always backlogged, get 2/3 and 1/3 of the runs
-// however the three nodes share the work.
-func TestWeightsAcrossNodes(t *testing.T) {
+// when three processes share the work: this one and two others (the test
+// binary started again). Finished jobs stay in the store for a lease, long
+// here, so the store itself counts the runs.
+func TestWeightsAcrossProcesses(t *testing.T) {
 	dsn := schemaDSN(t, "fairly_weights")
-	var heavy, light atomic.Int64
-	var stop atomic.Bool
-	body := func(ctx context.Context, c *thread.Ctx, id string, _ []byte) error {
-		if stop.Load() {
-			return nil
-		}
-		if strings.HasPrefix(id, "heavy") {
-			heavy.Add(1)
-		} else {
-			light.Add(1)
-		}
-		return thread.Sleep(c, 2*time.Millisecond)
+	stop := startNodes(t, "weights", dsn, 2)
+	defer stop()
+	n := openNode(t, dsn, weightsConfig())
+	defer n.close(t)
+	const each = 900
+	var ids []string
+	for i := range each {
+		ids = append(ids, strconv.Itoa(i))
 	}
-	cfg := jobs.Config{
+	var wg sync.WaitGroup
+	for _, k := range []string{"heavy", "light"} {
+		for g := range 8 {
+			wg.Go(func() {
+				for i := g; i < each; i += 8 {
+					assert.NoError(t, n.s.Submit(jobs.Job{Type: "j", ID: k + ids[i], Key: k}))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	count := func() (heavy, light int) {
+		rs, err := n.st.DB().Query(`SELECT key, count(*) FROM fairly_jobs WHERE state = 5 GROUP BY key`)
+		require.NoError(t, err)
+		defer rs.Close()
+		for rs.Next() {
+			var k string
+			var c int
+			require.NoError(t, rs.Scan(&k, &c))
+			if k == "heavy" {
+				heavy = c
+			} else {
+				light = c
+			}
+		}
+		return heavy, light
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	h, l := count()
+	for h+l < each && time.Now().Before(deadline) { // both keys stay backlogged
+		time.Sleep(5 * time.Millisecond)
+		h, l = count()
+	}
+	require.GreaterOrEqual(t, h+l, each)
+	t.Logf("of the first %d runs: heavy %d, light %d", h+l, h, l)
+	assert.InDelta(t, 2.0/3, float64(h)/float64(h+l), 0.05, "heavy %d, light %d", h, l)
+}
+
+// startNodes starts n more processes (the test binary again), each a
+// node with the named configuration on the store of dsn; stop kills them.
+func startNodes(t testing.TB, config, dsn string, n int) (stop func()) {
+	var cmds []*exec.Cmd
+	for range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), nodeEnv+"="+config+"|"+dsn)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		cmds = append(cmds, cmd)
+	}
+	return func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+}
+
+func weightsConfig() jobs.Config {
+	return jobs.Config{
 		Slots:      3,
 		KeyWeights: map[string]float64{"heavy": 2, "light": 1},
-		Types:      map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: 2 * time.Millisecond, Tier: "t", Handler: body}},
-	}
-	nodes := []*node{openNode(t, dsn, cfg), openNode(t, dsn, cfg), openNode(t, dsn, cfg)}
-	for i := range 600 {
-		for _, k := range []string{"heavy", "light"} {
-			require.NoError(t, nodes[i%3].s.Submit(jobs.Job{Type: "j", ID: k + strconv.Itoa(i), Key: k}))
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for heavy.Load()+light.Load() < 600 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop.Store(true)
-	h, l := heavy.Load(), light.Load()
-	share := float64(h) / float64(h+l)
-	assert.InDelta(t, 2.0/3, share, 0.05, "heavy %d, light %d", h, l)
-	for _, nd := range nodes {
-		nd.close(t)
+		Types: map[jobs.JobType]jobs.TypeConfig{"j": {DefaultCost: 2 * time.Millisecond, Tier: "t",
+			Handler: func(ctx context.Context, c *thread.Ctx, _ string, _ []byte) error {
+				return thread.Sleep(c, 2*time.Millisecond)
+			}}},
 	}
 }
 
-// BenchmarkSubmitThroughput is storetest.Throughput on one node.
-func BenchmarkSubmitThroughput(b *testing.B) {
-	st, err := pgstore.Open(context.Background(), schemaDSN(b, "fairly_bench"), jobs.StoreOptions{})
-	require.NoError(b, err)
-	defer st.Close()
-	storetest.Throughput(b, st)
-}
-
-// nodeEnv makes the test binary a node of BenchmarkThreeProcesses: it
-// runs the benchmark's jobs on the store of that DSN until it is killed.
+// nodeEnv makes the test binary a node of another test's cluster: its
+// value is "config|dsn", and the node runs until it is killed.
 const nodeEnv = "FAIRLY_PGSTORE_TEST_NODE"
 
 func TestMain(m *testing.M) {
-	if dsn := os.Getenv(nodeEnv); dsn != "" {
-		openNode(nil, dsn, benchConfig())
-		select {} // until the benchmark kills it
+	if v := os.Getenv(nodeEnv); v != "" {
+		config, dsn, _ := strings.Cut(v, "|")
+		cfg := benchConfig()
+		if config == "weights" {
+			cfg = weightsConfig()
+		}
+		openNode(nil, dsn, cfg)
+		select {} // until the test kills it
 	}
 	os.Exit(m.Run())
 }
@@ -242,13 +282,7 @@ func benchConfig() jobs.Config {
 // jobs/s.
 func BenchmarkThreeProcesses(b *testing.B) {
 	dsn := schemaDSN(b, "fairly_bench3")
-	for range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), nodeEnv+"="+dsn)
-		cmd.Stderr = os.Stderr
-		require.NoError(b, cmd.Start())
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	}
+	defer startNodes(b, "bench", dsn, 2)()
 	n := openNode(b, dsn, benchConfig())
 	defer n.close(b)
 	const batch, submitters = 10_000, 64
@@ -286,3 +320,11 @@ type panicking struct{ testing.TB }
 func (panicking) Helper()                           {}
 func (panicking) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 func (panicking) FailNow()                          { panic("failed") }
+
+// BenchmarkSubmitThroughput is storetest.Throughput on one process.
+func BenchmarkSubmitThroughput(b *testing.B) {
+	st, err := pgstore.Open(context.Background(), schemaDSN(b, "fairly_bench"), jobs.StoreOptions{})
+	require.NoError(b, err)
+	defer st.Close()
+	storetest.Throughput(b, st)
+}
