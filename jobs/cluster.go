@@ -71,6 +71,7 @@ type cluster struct {
 	// leader replaces its core when it takes over): only the types'
 	// configurations and tiers are read through types.
 	types map[JobType]*typeState
+	set   *settings
 	log   *slog.Logger
 	clock func() time.Time
 
@@ -90,11 +91,12 @@ type cluster struct {
 	// Owned by the loop goroutine: the last renewal of the node's lease;
 	// the leadership (the core is s.c, under s.mu), the live nodes and
 	// when they were last read.
-	beat   time.Time
-	term   int64 // 0 when not the leader
-	load   map[string]int
-	live   map[string]bool
-	seenAt time.Time
+	beat     time.Time
+	term     int64 // 0 when not the leader
+	load     map[string]int
+	live     map[string]bool
+	seenAt   time.Time
+	forgotAt time.Time // the last TTL sweep of the stored keys and estimates
 
 	kick       chan struct{}
 	quit       chan struct{}
@@ -121,7 +123,7 @@ func newCluster(s *settings, local onFairly) (*Scheduler, error) {
 	_, _ = rand.Read(id)
 	cl := &cluster{
 		s: sc, st: s.Store, node: hex.EncodeToString(id), local: local,
-		types: sc.c.types, log: s.Logger, clock: s.Clock,
+		types: sc.c.types, set: s, log: s.Logger, clock: s.Clock,
 		subs: make(map[tid]row), subKick: make(chan struct{}, 1),
 		runs: make(map[tid]*entry), waiters: make(map[tid][]chan error),
 		load: make(map[string]int), kick: make(chan struct{}, 1), quit: make(chan struct{}),
@@ -529,6 +531,12 @@ func (cl *cluster) lead(ctx context.Context) (bool, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM fairly_jobs WHERE state = 5 AND until < $1`,
 			now.Add(-cl.st.lease).UnixNano()); err != nil {
 			return false, err
+		}
+		if now.After(cl.forgotAt.Add(cl.set.sweepEvery())) {
+			if err := cl.st.forget(ctx, tx, now, cl.set.TTL); err != nil {
+				return false, err
+			}
+			cl.forgotAt = now
 		}
 	}
 	live := cl.live

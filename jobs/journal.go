@@ -139,7 +139,7 @@ func (j *journal) loop() {
 		j.flush()
 		if now := j.clock(); !now.Before(next) {
 			next = now.Add(j.every)
-			if err := j.st.forget(context.Background(), now, j.ttl); err != nil && j.log != nil {
+			if err := j.st.forget(context.Background(), j.st.db, now, j.ttl); err != nil && j.log != nil {
 				j.log.Error("jobs.store", "err", err)
 			}
 		}

@@ -388,6 +388,11 @@ type stored struct {
 	vnow float64
 }
 
+// execer is a database or a transaction, for statements.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // querier is a database or a transaction.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -455,13 +460,13 @@ func (st *Store) load(ctx context.Context, q querier) (*stored, error) {
 
 // forget deletes the keys and estimates idle for ttl at now, as the
 // scheduler forgets them in memory; a key with a stored job is kept.
-func (st *Store) forget(ctx context.Context, now time.Time, ttl time.Duration) error {
+func (st *Store) forget(ctx context.Context, q execer, now time.Time, ttl time.Duration) error {
 	cut := now.Add(-ttl).UnixNano()
-	if _, err := st.db.ExecContext(ctx, st.bind(`DELETE FROM fairly_keys WHERE last < ?
+	if _, err := q.ExecContext(ctx, st.bind(`DELETE FROM fairly_keys WHERE last < ?
 		AND NOT EXISTS (SELECT 1 FROM fairly_jobs j WHERE j.key = fairly_keys.name)`), cut); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	if _, err := st.db.ExecContext(ctx, st.bind(`DELETE FROM fairly_estimates WHERE last < ?`), cut); err != nil {
+	if _, err := q.ExecContext(ctx, st.bind(`DELETE FROM fairly_estimates WHERE last < ?`), cut); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	return nil

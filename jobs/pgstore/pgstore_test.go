@@ -166,17 +166,17 @@ func TestThreeNodesOneOrder(t *testing.T) {
 	assert.Equal(t, n+1, total)
 }
 
-// Two keys weighted 2:1, always backlogged, get 2/3 and 1/3 of the runs
-// when three processes share the work: this one and two others (the test
-// binary started again). Finished jobs stay in the store for a lease, long
-// here, so the store itself counts the runs.
+// Two keys weighted 2:1, both backlogged, get 2/3 and 1/3 of the service
+// (the slot time they are charged) when three processes share the work:
+// this one and two others (the test binary started again). Finished jobs
+// stay in the store for a lease, long here, so the store itself counts.
 func TestWeightsAcrossProcesses(t *testing.T) {
 	dsn := schemaDSN(t, "fairly_weights")
 	stop := startNodes(t, "weights", dsn, 2)
 	defer stop()
 	n := openNode(t, dsn, weightsConfig())
 	defer n.close(t)
-	const each = 900
+	const each, window = 1200, 600
 	var ids []string
 	for i := range each {
 		ids = append(ids, strconv.Itoa(i))
@@ -192,31 +192,40 @@ func TestWeightsAcrossProcesses(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	count := func() (heavy, light int) {
-		rs, err := n.st.DB().Query(`SELECT key, count(*) FROM fairly_jobs WHERE state = 5 GROUP BY key`)
+	// The service each key got: the slot time it was charged, its runs'
+	// wall times, at least the 2 ms estimate each (the charge sticks).
+	count := func() (heavy, light, runs float64) {
+		rs, err := n.st.DB().Query(`SELECT key, count(*), sum(greatest(elapsed, 2000000))
+			FROM fairly_jobs WHERE state = 5 GROUP BY key`)
 		require.NoError(t, err)
 		defer rs.Close()
 		for rs.Next() {
 			var k string
-			var c int
-			require.NoError(t, rs.Scan(&k, &c))
+			var c, ns float64
+			require.NoError(t, rs.Scan(&k, &c, &ns))
+			runs += c
 			if k == "heavy" {
-				heavy = c
+				heavy = ns / 1e9
 			} else {
-				light = c
+				light = ns / 1e9
 			}
 		}
-		return heavy, light
+		return heavy, light, runs
 	}
+	// Count from the moment both keys have all their jobs queued, over a
+	// window that ends before the heavy key can run out.
+	h0, l0, r0 := count()
+	require.Less(t, r0, float64(each)/2, "too many ran while the jobs were being submitted")
 	deadline := time.Now().Add(2 * time.Minute)
-	h, l := count()
-	for h+l < each && time.Now().Before(deadline) { // both keys stay backlogged
+	h, l, r := h0, l0, r0
+	for r < r0+window && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
-		h, l = count()
+		h, l, r = count()
 	}
-	require.GreaterOrEqual(t, h+l, each)
-	t.Logf("of the first %d runs: heavy %d, light %d", h+l, h, l)
-	assert.InDelta(t, 2.0/3, float64(h)/float64(h+l), 0.05, "heavy %d, light %d", h, l)
+	h, l = h-h0, l-l0
+	require.GreaterOrEqual(t, r-r0, float64(window))
+	t.Logf("over %.0f runs while both keys were backlogged: heavy %.3f s, light %.3f s of service", r-r0, h, l)
+	assert.InDelta(t, 2.0/3, h/(h+l), 0.05, "heavy %.3f s, light %.3f s", h, l)
 }
 
 // startNodes starts n more processes (the test binary again), each a
