@@ -36,7 +36,15 @@
 // it. Job.Retry retries failed jobs with backoff. Close drains, Shutdown
 // drops what has not started and reports it. MetricsSnapshot gives the
 // figures, and the module github.com/fairlyprompt/fairly/fairlyprom exports
-// them to Prometheus. The design, the answers to its interaction
+// them to Prometheus.
+//
+// Config.Store keeps the jobs in a database instead of memory (packages
+// sqlitestore and pgstore): Submit then returns once the job is committed,
+// a process's jobs survive its death (at least once), and processes that
+// share one PostgreSQL database keep one fair order between them, a
+// leader admitting for all. With a store, a job type's body is its
+// TypeConfig.Handler. The design, the answers to its interaction
 // questions, the wait and lag bounds, the shutdown contract and the
-// benchmark figures are in docs/jobs.md.
+// benchmark figures, the durability contract and the protocol between
+// processes are in docs/jobs.md.
 package jobs
