@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -265,11 +266,23 @@ const nodeEnv = "FAIRLY_PGSTORE_TEST_NODE"
 func TestMain(m *testing.M) {
 	if v := os.Getenv(nodeEnv); v != "" {
 		config, dsn, _ := strings.Cut(v, "|")
-		cfg := benchConfig()
-		if config == "weights" {
-			cfg = weightsConfig()
+		switch config {
+		case "weights":
+			openNode(nil, dsn, weightsConfig())
+		case "hold":
+			// Submits two jobs and holds them running until killed.
+			n := openNode(nil, dsn, holdConfig(func(_ context.Context, c *thread.Ctx, _ string, _ []byte) error {
+				thread.Await(c, func() struct{} { select {} })
+				return nil
+			}))
+			for _, id := range []string{"x1", "x2"} {
+				if err := n.s.Submit(jobs.Job{Type: "h", ID: id}); err != nil {
+					panic(err)
+				}
+			}
+		default:
+			openNode(nil, dsn, benchConfig())
 		}
-		openNode(nil, dsn, cfg)
 		select {} // until the test kills it
 	}
 	os.Exit(m.Run())
@@ -336,4 +349,45 @@ func BenchmarkSubmitThroughput(b *testing.B) {
 	require.NoError(b, err)
 	defer st.Close()
 	storetest.Throughput(b, st)
+}
+
+// holdConfig has one type, "h", whose jobs run body.
+func holdConfig(body jobs.Handler) jobs.Config {
+	return jobs.Config{
+		Slots: 2,
+		Types: map[jobs.JobType]jobs.TypeConfig{"h": {DefaultCost: time.Millisecond, Tier: "t", Handler: body}},
+	}
+}
+
+// A process killed while it runs jobs gives them back: the survivor takes
+// over the leadership and the slots at once (the dead process's
+// connections are gone; no lease to wait out) and runs the jobs again as
+// their second attempt.
+func TestKilledProcessGivesBackItsJobs(t *testing.T) {
+	dsn := schemaDSN(t, "fairly_killed")
+	killChild := startNodes(t, "hold", dsn, 1)
+	defer killChild()
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	require.Eventually(t, func() bool {
+		var n int
+		return db.QueryRow(`SELECT count(*) FROM fairly_jobs WHERE state = 2`).Scan(&n) == nil && n == 2
+	}, time.Minute, 5*time.Millisecond, "the child runs both jobs")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	n := openNode(t, dsn, holdConfig(func(ctx context.Context, _ *thread.Ctx, id string, _ []byte) error {
+		mu.Lock()
+		seen[id] = jobs.Attempt(ctx)
+		mu.Unlock()
+		return nil
+	}))
+	defer n.close(t)
+	killChild()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 2
+	}, time.Minute, 5*time.Millisecond)
+	assert.Equal(t, map[string]int{"x1": 2, "x2": 2}, seen)
 }
