@@ -31,9 +31,11 @@ var (
 	ErrClosed = engine.ErrClosed
 	// ErrInvalidConfig is returned by New for a configuration it cannot use.
 	ErrInvalidConfig = engine.ErrInvalidConfig
-	// ErrInThread is returned by Close called from a thread of the runtime:
-	// Close waits for every thread, that one included, so it could never
-	// return. Close the runtime from the goroutine that made it.
+	// ErrInThread is returned by Close called from a thread of the runtime,
+	// or from a function that thread.Await or thread.AwaitContext runs for
+	// a thread (of any runtime: the call does not tell which thread it
+	// serves): Close waits for every thread, that one included, so it could
+	// never return. Close the runtime from the goroutine that made it.
 	ErrInThread = engine.ErrInThread
 	// ErrNotStarted is returned by the methods of a nil or zero Runtime,
 	// which New did not make.
@@ -254,9 +256,10 @@ func (rt *Runtime) SetCriterion(c *fairness.Criterion) error {
 // finished, and then stops the workers and every goroutine the runtime made.
 // Threads blocked in Await must be released by their owner (close the
 // listener or connection they read from, or cancel their context) or Close
-// waits for them. Close must not be called from inside a thread: there it
-// fails with ErrInThread. Calling it again returns nil; a Runtime that New
-// did not make returns ErrNotStarted.
+// waits for them. Close must not be called from inside a thread, nor from a
+// function that thread.Await or thread.AwaitContext runs: there it fails
+// with ErrInThread and does nothing. Calling it again returns nil; a
+// Runtime that New did not make returns ErrNotStarted.
 func (rt *Runtime) Close() error {
 	if !rt.started() {
 		return ErrNotStarted

@@ -137,9 +137,7 @@ func BenchmarkFibCutoff(b *testing.B) {
 // worker; stop ends the load, waits for it and reports what the load got
 // meanwhile: fib(25)s a second, and the processor cores the process used
 // (getrusage; absent where unknown), so that what the high-priority
-// threads cost the load shows beside their latency. (The load keeps only
-// about 1.5 of 2 cores busy by itself; bench/cmd/placement measures where
-// the OS puts the workers.)
+// threads cost the load shows beside their latency.
 func busyLow(b *testing.B, procs int) (rt *runtime.Runtime, hi fairness.Priority, stop func()) {
 	hi, lo, crit := halves(b)
 	rt, err := runtime.New(runtime.Config{Procs: procs, Criterion: crit})

@@ -43,10 +43,11 @@ var ErrGoexit = errors.New("fairly: thread called runtime.Goexit")
 // could never finish.
 var ErrJoinSelf = errors.New("fairly: thread joins itself")
 
-// ErrWaitInThread is returned by Handle.Wait (and so Run) called from a
-// thread's code: waiting there would hold the worker while it waits for
-// other threads. Use Join inside threads, or Wait inside Await.
-var ErrWaitInThread = errors.New("fairly: Handle.Wait inside a thread; use thread.Join")
+// ErrWaitInThread is returned by Handle.Wait, Run and RunContext called
+// from a thread's code, at once: waiting there would hold the worker while
+// it waits for other threads. Run and RunContext return it before f runs.
+// Use Spawn and Join inside threads, or Wait and Run inside Await.
+var ErrWaitInThread = engine.ErrWaitInThread
 
 // ErrNilRuntime is reported by the handle of a thread started with Go or Run
 // on a nil runtime.
@@ -410,6 +411,12 @@ func prepare[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priorit
 // operating system threads (about 0.1 ms; docs/results.md). Such a thread
 // behaves as any other, except that runtime.Goexit in it ends the calling
 // goroutine, as a direct call would, where elsewhere Run returns ErrGoexit.
+//
+// Run is for ordinary goroutines and for functions that Await runs. Called
+// from a thread's code it fails with ErrWaitInThread before anything runs
+// (f does not run): waiting there would hold the thread's worker. A thread
+// starts a thread with Spawn and waits for it with Join, whose priority
+// rule then applies.
 func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
 	return run(nil, rt, p, f)
 }
@@ -420,7 +427,8 @@ func Run[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, er
 // still returns only once the thread has returned, as errgroup's Wait does,
 // so that nothing of the call outlives it (an HTTP handler may pass its
 // ResponseWriter); use GoContext and Handle.WaitContext to stop waiting
-// earlier. A nil ctx gives ErrNilContext.
+// earlier. A nil ctx gives ErrNilContext. Like Run, it fails with
+// ErrWaitInThread, before f runs, when called from a thread's code.
 func RunContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (T, error) {
 	if ctx == nil {
 		var zero T
@@ -502,7 +510,7 @@ func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, err
 				}
 				ch <- res
 			}()
-			res.v, res.err = f(ctx)
+			engine.Awaited(func() { res.v, res.err = f(ctx) }) // Close refuses it (ErrInThread)
 		}()
 		select {
 		case r = <-ch:

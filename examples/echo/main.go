@@ -19,6 +19,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,7 +31,6 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
-	"github.com/fairlyprompt/fairly/internal/cli"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
@@ -75,19 +75,30 @@ const (
 	maxFib      = 50
 )
 
-// run is the command without the process around it; it returns the exit
-// code (see cli.Main).
+// run is the command without the process around it. It returns the exit
+// code: 0 (also for -h), 2 after a mistake on the command line, 1 when the
+// run fails; the error goes to stderr on a line that starts "echo: ".
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var cfg Config
-	return cli.Main("echo", stderr,
-		func() (err error) { cfg, err = parseFlags(args, stderr); return err },
-		func() error { return execute(ctx, cfg, stdin, stdout) })
+	cfg, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "echo: %v\nRun 'echo -h' for the flags.\n", err)
+		return 2
+	}
+	if err := execute(ctx, cfg, stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "echo: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // parseFlags reads and checks the command line.
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	var cfg Config
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints a mistake, once; -h prints the usage below
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: echo [flags]\n\n"+
 			"Runs an echo server on fairly (or plain goroutines) and, by default, drives it with a client\n"+
@@ -105,8 +116,15 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Fib, "fib", 30, fmt.Sprintf("size of each background Fibonacci computation, 1 to %d", maxFib))
 	fs.IntVar(&cfg.Cutoff, "cutoff", 12, fmt.Sprintf("fork Fibonacci calls above this size, 0 to %d (0 = at every call)", maxFib))
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7007", "address to serve on with -client=false")
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+		}
 		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.Mode != "net" && cfg.Mode != "term" {
 		return cfg, fmt.Errorf("%w, not %q", ErrBadMode, cfg.Mode)
@@ -114,14 +132,22 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if cfg.Addr == "" {
 		return cfg, errors.New("-addr is empty")
 	}
-	return cfg, cli.First(
-		cli.Between("requests", cfg.Requests, 1, maxRequests),
-		cli.Between("rate", cfg.Rate, 0.1, maxRate),
-		cli.Between("conns", cfg.Conns, 1, maxConns),
-		cli.Between("procs", cfg.Procs, 0, maxProcs),
-		cli.Between("fib", cfg.Fib, 1, maxFib),
-		cli.Between("cutoff", cfg.Cutoff, 0, maxFib),
+	return cfg, errors.Join(
+		between("requests", cfg.Requests, 1, maxRequests),
+		between("rate", cfg.Rate, 0.1, maxRate),
+		between("conns", cfg.Conns, 1, maxConns),
+		between("procs", cfg.Procs, 0, maxProcs),
+		between("fib", cfg.Fib, 1, maxFib),
+		between("cutoff", cfg.Cutoff, 0, maxFib),
 	)
+}
+
+// between checks that the value v of the flag name is in [lo, hi].
+func between[T cmp.Ordered](name string, v, lo, hi T) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return fmt.Errorf("-%s %v is not between %v and %v", name, v, lo, hi)
 }
 
 // execute serves, or benchmarks the server with the built-in client.

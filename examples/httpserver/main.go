@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -37,7 +38,6 @@ import (
 
 	"github.com/fairlyprompt/fairly/fairlyhttp"
 	"github.com/fairlyprompt/fairly/fairness"
-	"github.com/fairlyprompt/fairly/internal/cli"
 	"github.com/fairlyprompt/fairly/runtime"
 	"github.com/fairlyprompt/fairly/thread"
 )
@@ -65,35 +65,70 @@ const (
 	hashIter = 2000
 )
 
-// run is the command without the process around it; it returns the exit
-// code (see cli.Main).
+// run is the command without the process around it. It returns the exit
+// code: 0 (also for -h), 2 after a mistake on the command line, 1 when the
+// server fails; the error goes to stderr on a line that starts
+// "httpserver: ".
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, addr, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "httpserver: %v\nRun 'httpserver -h' for the flags.\n", err)
+		return 2
+	}
+	if err := listenAndServe(ctx, cfg, addr, stdout); err != nil {
+		fmt.Fprintf(stderr, "httpserver: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags reads and checks the command line: the server's settings and
+// the address to listen on.
+func parseFlags(args []string, stderr io.Writer) (cfg Config, addr string, err error) {
 	fs := flag.NewFlagSet("httpserver", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints a mistake, once; -h prints the usage below
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: httpserver [flags]\n\nServes /hash (high priority), /fib?n=N (low priority) and /stats on fairly.\n\n")
 		fs.PrintDefaults()
 	}
-	var cfg Config
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.IntVar(&cfg.Procs, "procs", 0, fmt.Sprintf("fairly workers, 0 (GOMAXPROCS) to %d", maxProcs))
 	fs.Float64Var(&cfg.UIShare, "ui-share", 50, "percent of the processors owed to /hash when it has work, 1 to 99")
 	fs.BoolVar(&cfg.Background, "background", true, "compute Fibonacci at low priority for as long as the server runs")
 	fs.IntVar(&cfg.BgFib, "bg-fib", 32, fmt.Sprintf("n of each background Fibonacci, %d to %d", cutoff, maxFib))
-	parse := func() error {
-		if err := cli.Parse(fs, args, stderr); err != nil {
-			return err
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
 		}
-		return cli.First(cli.Between("procs", cfg.Procs, 0, maxProcs), cli.Between("ui-share", cfg.UIShare, 1, 99),
-			cli.Between("bg-fib", cfg.BgFib, cutoff, maxFib))
+		return cfg, addr, err
 	}
-	return cli.Main("httpserver", stderr, parse, func() error {
-		ln, err := net.Listen("tcp", *addr)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "httpserver: serving http://%s (/hash, /fib?n=N, /stats); interrupt to stop\n", ln.Addr())
-		return Serve(ctx, cfg, ln)
-	})
+	if fs.NArg() > 0 {
+		return cfg, addr, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return cfg, addr, errors.Join(between("procs", cfg.Procs, 0, maxProcs), between("ui-share", cfg.UIShare, 1, 99),
+		between("bg-fib", cfg.BgFib, cutoff, maxFib))
+}
+
+// between checks that the value v of the flag name is in [lo, hi].
+func between[T cmp.Ordered](name string, v, lo, hi T) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return fmt.Errorf("-%s %v is not between %v and %v", name, v, lo, hi)
+}
+
+// listenAndServe serves on addr until ctx is done.
+func listenAndServe(ctx context.Context, cfg Config, addr string, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "httpserver: serving http://%s (/hash, /fib?n=N, /stats); interrupt to stop\n", ln.Addr())
+	return Serve(ctx, cfg, ln)
 }
 
 // Serve serves on ln until ctx is done, then shuts the server down, stops

@@ -200,7 +200,7 @@ func ParallelAStar(c *thread.Ctx, g *Grid, start, goal Point, maxThreads, thresh
 func (s *search) work(c *thread.Ctx, open openList) struct{} {
 	var kids []*thread.Handle[struct{}]
 	s.expand(&open, func(part openList) {
-		kids = append(kids, thread.Spawn(c, c.Priority(), func(c *thread.Ctx) struct{} {
+		kids = append(kids, thread.Fork(c, func(c *thread.Ctx) struct{} {
 			defer s.threads.Add(-1)
 			return s.work(c, part)
 		}))

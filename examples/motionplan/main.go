@@ -38,6 +38,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"flag"
@@ -51,7 +52,6 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
-	"github.com/fairlyprompt/fairly/internal/cli"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
@@ -103,19 +103,30 @@ const (
 	maxSpeed  = 10_000
 )
 
-// run is the command without the process around it; it returns the exit
-// code (see cli.Main).
+// run is the command without the process around it. It returns the exit
+// code: 0 (also for -h), 2 after a mistake on the command line, 1 when the
+// run fails; the error goes to stderr on a line that starts "motionplan: ".
 func run(args []string, stdout, stderr io.Writer) int {
-	var o options
-	return cli.Main("motionplan", stderr,
-		func() (err error) { o, err = parseFlags(args, stderr); return err },
-		func() error { return execute(o, stdout) })
+	o, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "motionplan: %v\nRun 'motionplan -h' for the flags.\n", err)
+		return 2
+	}
+	if err := execute(o, stdout); err != nil {
+		fmt.Fprintf(stderr, "motionplan: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // parseFlags reads and checks the command line, and loads the map.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("motionplan", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints a mistake, once; -h prints the usage below
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: motionplan [flags]\n\n"+
 			"Runs the robot motion planner on fairly: an interaction loop, a short-term and a long-term\n"+
@@ -134,15 +145,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.hidden, "hidden", 4, fmt.Sprintf("doors on the route that the map shows open but are closed, 0 to %d", maxHidden))
 	fs.DurationVar(&o.limit, "limit", 8*time.Second, "give up a run after this long, 1ms to 1h")
 	fs.Float64Var(&o.speed, "speed", 60, fmt.Sprintf("robot speed, cells per second, 0.1 to %d", maxSpeed))
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+		}
 		return o, err
 	}
-	if err := cli.First(
-		cli.Between("procs", o.procs, 0, maxProcs),
-		cli.Between("hidden", o.hidden, 0, maxHidden),
-		cli.Between("limit", o.limit, time.Millisecond, time.Hour),
-		cli.Between("speed", o.speed, 0.1, maxSpeed),
-		cli.Between("clutter", o.clutter, 0, 0.5),
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := errors.Join(
+		between("procs", o.procs, 0, maxProcs),
+		between("hidden", o.hidden, 0, maxHidden),
+		between("limit", o.limit, time.Millisecond, time.Hour),
+		between("speed", o.speed, 0.1, maxSpeed),
+		between("clutter", o.clutter, 0, 0.5),
 	); err != nil {
 		return o, err
 	}
@@ -151,7 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if _, err := fmt.Sscanf(o.gen, "%dx%d", &o.genW, &o.genH); err != nil || min(o.genW, o.genH) < 4 || max(o.genW, o.genH) > maxSide {
 			return o, fmt.Errorf("-gen %q is not WxH with sides 4 to %d", o.gen, maxSide)
 		}
-		return o, cli.Between("room", o.room, 4, max(4, o.genW, o.genH))
+		return o, between("room", o.room, 4, max(4, o.genW, o.genH))
 	}
 	if o.grid, err = loadMap(o.mapName); err != nil {
 		return o, err
@@ -313,4 +331,12 @@ func WriteTable(w io.Writer, rows []Row) {
 			r.Name, 100*r.Shares[0], 100*r.Shares[1], 100*r.Shares[2], reached, r.Elapsed.Seconds(),
 			r.Stalls, r.Ticks, stalled, r.Replans, r.LongPlans, r.LongRuns, r.ShortPlans, 100*r.CPU[0], 100*r.CPU[1], 100*r.CPU[2])
 	}
+}
+
+// between checks that the value v of the flag name is in [lo, hi].
+func between[T cmp.Ordered](name string, v, lo, hi T) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return fmt.Errorf("-%s %v is not between %v and %v", name, v, lo, hi)
 }

@@ -193,7 +193,7 @@ func (sh *shared) shortTerm(c *thread.Ctx) struct{} {
 		handles := make([]*thread.Handle[[]Vec], sh.cfg.RRTs)
 		for i := range handles {
 			rng := rand.New(rand.NewPCG(sh.cfg.Seed, round*1000+uint64(i)))
-			handles[i] = thread.Spawn(c, c.Priority(), func(c *thread.Ctx) []Vec {
+			handles[i] = thread.Fork(c, func(c *thread.Ctx) []Vec {
 				p, _ := RRT(g, from, to, rng, sh.cfg.RRT, func() { thread.Yield(c) })
 				return p
 			})
@@ -360,7 +360,7 @@ func sense(c *thread.Ctx, truth, known *Grid, pos Vec, radius float64, rays int)
 	const sectors = 4
 	handles := make([]*thread.Handle[[]Point], sectors)
 	for s := range handles {
-		handles[s] = thread.Spawn(c, c.Priority(), func(*thread.Ctx) []Point {
+		handles[s] = thread.Fork(c, func(*thread.Ctx) []Point {
 			var hits []Point
 			for r := s; r < rays; r += sectors {
 				a := 2 * math.Pi * float64(r) / float64(rays)

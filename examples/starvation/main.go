@@ -10,8 +10,9 @@
 // real scheduler on a virtual clock (see driver.go), so what it measures is
 // the scheduler users run.
 //
-// It prints a table of waits per policy and class, writes charts to the
-// output folder, and checks static priority against Cobham's formula.
+// It prints a table of waits per policy and class, writes charts to a
+// temporary folder (or to -out), and checks static priority against
+// Cobham's formula.
 //
 // Usage:
 //
@@ -21,7 +22,9 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,8 +35,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-
-	"github.com/fairlyprompt/fairly/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -48,13 +49,23 @@ type options struct {
 	charts   bool
 }
 
-// run is the command without the process around it; it returns the exit
-// code (see cli.Main).
+// run is the command without the process around it. It returns the exit
+// code: 0 (also for -h), 2 after a mistake on the command line, 1 when the
+// run fails; the error goes to stderr on a line that starts "starvation: ".
 func run(args []string, stdout, stderr io.Writer) int {
-	var opt *options
-	return cli.Main("starvation", stderr,
-		func() (err error) { opt, err = parseFlags(args, stderr); return err },
-		func() error { return execute(opt, stdout, stderr) })
+	opt, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "starvation: %v\nRun 'starvation -h' for the flags.\n", err)
+		return 2
+	}
+	if err := execute(opt, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "starvation: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // execute runs the experiment of opt: the check, or the sweep with its
@@ -95,7 +106,13 @@ func execute(opt *options, stdout, stderr io.Writer) error {
 	printTable(stdout, res)
 	fmt.Fprint(stdout, done)
 	if opt.charts {
-		paths, err := drawCharts(res, opt.out)
+		dir := opt.out
+		if dir == "" { // not the working directory: running the example leaves no trace there
+			if dir, err = os.MkdirTemp("", "starvation-charts-"); err != nil {
+				return err
+			}
+		}
+		paths, err := drawCharts(res, dir)
 		if err != nil {
 			return fmt.Errorf("charts: %w", err)
 		}
@@ -131,6 +148,7 @@ const checkRhos = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8"
 // parseFlags reads the command line.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("starvation", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints a mistake, once; -h prints the usage below
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: starvation [flags]\n\n"+
 			"Runs the priority-starvation experiment on fairly's job scheduler: a table of waits\n"+
@@ -138,7 +156,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			"priority with Cobham's formula. Policies: %s.\n\n", policyNames())
 		fs.PrintDefaults()
 	}
-	out := fs.String("out", "starvation-charts", "folder for the PNG charts")
+	out := fs.String("out", "", "folder for the PNG charts (default: a new temporary folder, printed at the end)")
 	jsonFile := fs.String("json", "", "also write the table as a JSON array of rows to this file")
 	rhoList := fs.String("rho-hi", "", "comma-separated loads ρ_H of the hi class, each in (0, 1) (default "+defaultRhos+"; with -check "+checkRhos+")")
 	rhoLo := fs.Float64("rho-lo", notebookRhoLo, "load ρ_L of the lo class, in [0, 1)")
@@ -153,8 +171,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	parallel := fs.Int("parallel", 8, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
 	check := fs.Bool("check", false, "check static priority against Cobham's formula at full size instead of the sweep")
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+		}
 		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o := &options{out: *out, jsonFile: *jsonFile, check: *check, progress: *progress, charts: !*check}
 	p := &o.plan
@@ -183,7 +208,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if *series != 0 && !(*series > 0 && *series < 1) {
 		return nil, fmt.Errorf("-series-rho: %v is not in (0, 1)", *series)
 	}
-	if err := cli.First(cli.Between("seeds", *seeds, 1, 1000), cli.Between("parallel", *parallel, 1, 256)); err != nil {
+	if err := errors.Join(between("seeds", *seeds, 1, 1000), between("parallel", *parallel, 1, 256)); err != nil {
 		return nil, err
 	}
 	if *horizon == 0 {
@@ -266,4 +291,12 @@ func writeJSON(path string, rows []Row) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// between checks that the value v of the flag name is in [lo, hi].
+func between[T cmp.Ordered](name string, v, lo, hi T) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return fmt.Errorf("-%s %v is not between %v and %v", name, v, lo, hi)
 }

@@ -251,12 +251,25 @@ func TestFlags(t *testing.T) {
 // the charts.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
+	t.Chdir(dir)
 	jsonFile := filepath.Join(dir, "rows.json")
 	var out, errs bytes.Buffer
 	code := run([]string{"-horizon", "300", "-seeds", "2", "-rho-hi", "0.3,0.85", "-policies", "static,wfq",
-		"-slots", "1", "-progress=false", "-out", filepath.Join(dir, "charts"), "-json", jsonFile}, &out, &errs)
+		"-slots", "1", "-progress=false", "-json", jsonFile}, &out, &errs)
 	require.Zero(t, code, errs.String())
 	assert.Contains(t, out.String(), "Cobham")
+	// Without -out the charts go to a new temporary folder, not into the
+	// working directory.
+	_, list, ok := strings.Cut(out.String(), "charts: ")
+	require.True(t, ok, out.String())
+	first, _, _ := strings.Cut(strings.TrimSpace(list), ", ")
+	charts := filepath.Dir(first)
+	t.Cleanup(func() { os.RemoveAll(charts) })
+	assert.True(t, strings.HasPrefix(charts, os.TempDir()), charts)
+	here, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, here, 1)
+	assert.Equal(t, "rows.json", here[0].Name())
 
 	var rows []map[string]any
 	b, err := os.ReadFile(jsonFile)
@@ -278,11 +291,11 @@ func TestRun(t *testing.T) {
 		}
 	}
 
-	entries, err := os.ReadDir(filepath.Join(dir, "charts"))
+	entries, err := os.ReadDir(charts)
 	require.NoError(t, err)
 	assert.Len(t, entries, 5, "mean and p99 for two setups, and the time series")
 	for _, e := range entries {
-		f, err := os.Open(filepath.Join(dir, "charts", e.Name()))
+		f, err := os.Open(filepath.Join(charts, e.Name()))
 		require.NoError(t, err)
 		img, err := png.Decode(f)
 		f.Close()

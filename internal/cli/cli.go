@@ -1,5 +1,6 @@
-// Package cli is the command-line plumbing that fairbench and fairly's
-// examples share, so that they behave alike: -h and -help print the usage
+// Package cli is the command-line plumbing of fairbench and its driver,
+// so that they behave alike (the examples do the same in a few lines of
+// their own, so that each can be copied alone): -h and -help print the usage
 // and exit 0; a mistake on the command line prints one line that starts
 // with the command's name, once, and exits 2; a run that fails prints one
 // such line and exits 1.

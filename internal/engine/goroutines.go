@@ -139,8 +139,9 @@ func (g *gor) main() {
 // holder (t may park and resume like any thread) and, when t has
 // finished, puts the worker it holds back to sleep without waking anything
 // (rest), or hands its token to a spare when work waits, and returns true.
-// It returns false, having done nothing, when no worker qualifies or the
-// caller runs a thread already: then Submit t.
+// It returns false, having done nothing, when no worker qualifies: then
+// Submit t. Called from a thread's code, it fails with ErrWaitInThread
+// before anything runs.
 //
 // This is the idle path of thread.Run. Handing t to the sleeping worker
 // instead costs two wake-ups of OS threads on the way (the worker's, then
@@ -149,8 +150,8 @@ func (g *gor) main() {
 // If t calls runtime.Goexit, the calling goroutine exits, as it would
 // calling it directly; the worker carries on.
 func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
-	if lockedSelf() != nil {
-		return false, nil
+	if threadGor() != nil {
+		return false, ErrWaitInThread
 	}
 	w := rt.takeFor(t.rank)
 	if w == nil {
@@ -339,7 +340,7 @@ func (g *gor) suspend(t *Task, during func()) {
 	g.handOff()
 	defer g.rejoin(t) // also when during panics: the panic goes on in t
 	g.unlock()        // during may block: let Go run the P on this OS thread meanwhile
-	during()
+	Awaited(during)
 }
 
 // rejoin queues t's continuation and parks until it is scheduled again.
@@ -389,7 +390,7 @@ func (g *gor) run(t *Task) {
 			if g.mode.Load() != modeSched { // an inline child's Goexit came back already
 				g.enter(t)
 			}
-			t.finish(g.w)
+			g.retire(t)
 		}
 	}()
 	g.leave()
@@ -398,20 +399,15 @@ func (g *gor) run(t *Task) {
 	g.enter(t)
 	g.promoteOrphans(g.w)
 	g.end(floor)
-	if t.root {
-		// Charge the worker's time so far before anyone learns that t is
-		// done: Stats read after a Wait then count t's processor time. Only
-		// for submitted threads, the ones a Wait can be for: a clock read
-		// per fork would cost more than the fork.
-		g.w.charge(g.w.rt.now())
-	}
-	t.finish(g.w)
+	g.retire(t)
 }
 
-// runInline executes child, a lazy fork that its parent t claimed in Join,
-// on g without entering the scheduler: the fast path of fork-join code. It
-// enters only when the child left forks unjoined or somebody else waits for
-// it.
+// runInline executes child, a thread that its parent t claimed in Join
+// before it started (most often a lazy fork), on g without entering the
+// scheduler: the fast path of fork-join code. It enters only when the
+// child left forks unjoined, somebody else waits for it, or it was
+// submitted (it counts in Runtime.roots): then it ends by retire, as in
+// run.
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
 	floor := g.begin()
@@ -421,28 +417,37 @@ func (g *gor) runInline(t, child *Task) {
 			if g.mode.Load() != modeSched {
 				g.enter(t)
 			}
-			child.finish(g.w)
+			g.retire(child)
 		}
 	}()
 	child.body.Run(child)
 	returned = true
-	// Enter the scheduler only for what needs the worker: forks the child
-	// left unjoined, or threads waiting for it.
-	entered := false
-	if g.orphans() {
-		g.enter(t)
-		entered = true
-		g.promoteOrphans(g.w)
-	}
-	g.end(floor)
-	if ws := child.waiters.Swap(doneWaiters); ws != nil {
-		if !entered {
-			g.enter(t)
-			entered = true
+	orphans := g.orphans()
+	if !orphans {
+		g.end(floor)
+		// Nobody else knows of child: the compare-and-swap fails if a
+		// joiner registered meanwhile, and then child ends by retire.
+		if !child.root && child.waiters.CompareAndSwap(nil, doneWaiters) {
+			return
 		}
-		wakeWaiters(child, ws, g.w)
 	}
-	if entered {
-		g.leave()
+	g.enter(t)
+	if orphans {
+		g.promoteOrphans(g.w)
+		g.end(floor)
 	}
+	g.retire(child)
+	g.leave()
+}
+
+// retire ends t, whose code has returned (or called runtime.Goexit), on
+// g's worker, whose token g holds in scheduler mode. A submitted thread's
+// time so far is charged to the worker first, so that Stats read after a
+// Wait count it (only for those, the threads a Wait can be for: a clock
+// read per fork would cost more than the fork); then finish marks t done.
+func (g *gor) retire(t *Task) {
+	if t.root {
+		g.w.charge(g.w.rt.now())
+	}
+	t.finish(g.w)
 }

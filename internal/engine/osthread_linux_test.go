@@ -122,14 +122,7 @@ func TestDemotion(t *testing.T) {
 				promote = func(int32) bool { return false }
 				defer func() { promote = old }()
 			}
-			o := fairness.NewOrder()
-			lo, hi := o.New("lo"), o.New("hi")
-			require.NoError(t, o.Less(lo, hi))
-			c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{lo: 50, hi: 50})
-			require.NoError(t, err)
-			cfg := testConfig(1, c)
-			cfg.Demote = tc.demote
-			rt := New(cfg)
+			rt, lo, hi := levelsWith(t, 1, 50, 50, func(cfg *Config) { cfg.Demote = tc.demote })
 			var stop atomic.Bool
 			var tid atomic.Int32
 			spun := submit(t, rt, lo, func(*Task) {

@@ -51,13 +51,21 @@ func testConfig(procs int, c *fairness.Criterion) Config {
 // levels gives an order lo < hi with the criterion shares.
 func levels(t *testing.T, procs int, lo, hi float64) (*Runtime, fairness.Priority, fairness.Priority) {
 	t.Helper()
+	return levelsWith(t, procs, lo, hi, func(*Config) {})
+}
+
+// levelsWith is levels on a runtime whose configuration edit changes.
+func levelsWith(t *testing.T, procs int, lo, hi float64, edit func(*Config)) (*Runtime, fairness.Priority, fairness.Priority) {
+	t.Helper()
 	o := fairness.NewOrder()
 	l, h := o.New("lo"), o.New("hi")
 	require.NoError(t, o.Less(l, h))
 	c, err := fairness.NewCriterion(o, map[fairness.Priority]float64{l: lo, h: hi})
 	require.NoError(t, err)
-	rt := New(testConfig(procs, c))
-	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	cfg := testConfig(procs, c)
+	edit(&cfg)
+	rt := New(cfg)
+	t.Cleanup(func() { closeWithin(t, rt) })
 	return rt, l, h
 }
 
@@ -78,21 +86,33 @@ const patience = 20 * time.Second // a bound for hangs, never a timing goal
 
 // The processor time a thread computes detached (after its worker was taken
 // away) is charged to its priority when it comes back, so Stats counts it.
+// The detached time is charged from the revocation to the thread's return,
+// so it is at least the 40 ms slept between the two, however loaded the
+// machine. The watchdog is off (a long Interrupt), so that the revocation
+// is the arriving thread's (steer), which counts the spinner as computing;
+// a watchdog that saw little of it on a loaded machine would count it as
+// blocked, and blocked time is not charged.
 func TestDetachedTimeCharged(t *testing.T) {
-	rt, lo, hi := levels(t, 1, 50, 50)
-	var stop atomic.Bool
-	spun := submit(t, rt, lo, func(*Task) { spinUntil(&stop, patience) })
-	time.Sleep(5 * time.Millisecond)
-	submit(t, rt, hi, func(*Task) {}).Wait() // revokes the spinning thread's worker
-	// Spin 40 ms more, detached: however late the revocation came on a
-	// loaded machine, that much is charged.
+	rt, lo, hi := levelsWith(t, 1, 50, 50, func(cfg *Config) { cfg.Interrupt = time.Hour })
+	var stop, started atomic.Bool
+	spun := submit(t, rt, lo, func(*Task) {
+		started.Store(true)
+		spinUntil(&stop, patience)
+	})
+	for !started.Load() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	// The spinner passes no point from now on: after staleAfter, an
+	// arriving thread of higher priority takes its worker (steer).
+	time.Sleep(2 * staleAfter)
+	submit(t, rt, hi, func(*Task) {}).Wait()
 	time.Sleep(40 * time.Millisecond)
 	stop.Store(true)
 	spun.Wait()
 	r, err := rt.Rank(lo)
 	require.NoError(t, err)
 	assert.NotZero(t, rt.Totals().Rescues)
-	assert.GreaterOrEqual(t, rt.Totals().CPU[r], 30*time.Millisecond,
+	assert.GreaterOrEqual(t, rt.Totals().CPU[r], 40*time.Millisecond,
 		"40 ms of detached spinning is charged to its priority")
 }
 

@@ -29,10 +29,17 @@ var (
 	ErrClosed = errors.New("fairly: runtime closed")
 	// ErrInvalidConfig is returned by New for a configuration it cannot use.
 	ErrInvalidConfig = errors.New("fairly: invalid runtime configuration")
-	// ErrInThread is returned by Close called from a thread of the runtime:
-	// Close waits for every thread, that one included, so it could never
-	// return. Close the runtime from the goroutine that made it.
-	ErrInThread = errors.New("fairly: Close called from inside a thread of the runtime")
+	// ErrInThread is returned by Close called from a thread of the runtime,
+	// or from a function that Await or AwaitContext runs for a thread (of
+	// any runtime: the call does not tell which thread it serves): Close
+	// waits for every thread, that one included, so it could never return.
+	// Close the runtime from the goroutine that made it.
+	ErrInThread = errors.New("fairly: Close called from inside a thread of the runtime or a call it awaits")
+	// ErrWaitInThread is returned by Run and RunHere called from a thread's
+	// code, before anything runs: waiting there for another thread would
+	// hold the caller's worker. Package thread returns it from Handle.Wait
+	// and thread.Run too.
+	ErrWaitInThread = errors.New("fairly: Handle.Wait inside a thread; use thread.Join")
 )
 
 // Config is a runtime's configuration, validated and with every default
@@ -71,7 +78,7 @@ type Runtime struct {
 	stopping atomic.Bool
 	closed   chan struct{}
 
-	roots     atomic.Int64 // submitted threads not yet finished
+	roots     atomic.Int64 // submitted threads not yet finished (Submit, RunHere; Task.finish)
 	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
 	gors      sync.WaitGroup
 	ticker    *ticker
@@ -198,10 +205,11 @@ func (rt *Runtime) Rank(p fairness.Priority) (int, error) {
 // finished, and then stops the workers and every goroutine the runtime made.
 // Threads blocked in Await must be released by their owner (close the
 // listener or connection they read from) or Close waits for them. Close must
-// not be called from inside a thread: there it fails with ErrInThread.
-// Calling it again returns nil.
+// not be called from inside a thread, nor from a function that Await runs:
+// there it fails with ErrInThread (awaited.go). Calling it again returns
+// nil.
 func (rt *Runtime) Close() error {
-	if rt.inThread() {
+	if rt.inThread() || inAwaited() {
 		return ErrInThread
 	}
 	rt.closeMu.Lock()
@@ -233,7 +241,10 @@ func (rt *Runtime) Close() error {
 // none parked off-processor, and every worker asleep with nothing queued.
 // Threads only reach a sleeping worker through a deal or steering, which
 // count in moves, so a scan during which moves did not change saw a
-// consistent state.
+// consistent state. Invariant: every path that adds to roots or suspended
+// takes it away again when its thread ends or holds a processor again
+// (Task.finish, rejoin, waitFor); the argument is in docs/design.md, "Close
+// and quiescence".
 func (rt *Runtime) quiescent() bool {
 	moves := rt.moves.Load()
 	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 {

@@ -258,10 +258,14 @@ func (w *worker) highest() int {
 }
 
 // insert puts it into the bank of its priority and refuses further deals at
-// that priority (the paper's refuseWork).
-func (w *worker) insert(it item) {
+// that priority (the paper's refuseWork). The caller owns it.t, which no
+// other goroutine may run meanwhile: insert reads its depth.
+func (w *worker) insert(it item) { w.insertAt(it, int(it.t.depth)) }
+
+// insertAt is insert with the depth the entry records.
+func (w *worker) insertAt(it item, depth int) {
 	r := int(it.t.rank)
-	w.banks[r].Insert(it, int(it.t.depth))
+	w.banks[r].Insert(it, depth)
 	w.ready(r)
 	if r > w.top {
 		w.top = r
@@ -345,9 +349,9 @@ func (w *worker) drainInbox() {
 	if w.inbox.n.Load() == 0 {
 		return
 	}
-	var buf [8]item
-	for _, it := range w.inbox.take(buf[:0]) {
-		w.insert(it)
+	var buf [8]bank.Entry[item]
+	for _, e := range w.inbox.take(buf[:0]) {
+		w.insertAt(e.Item, e.Depth)
 	}
 }
 

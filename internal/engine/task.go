@@ -129,6 +129,13 @@ func (t *Task) share() bool {
 // joiner's continuation follows t in the DAG, so its fork depth is t's plus
 // one (the paper's definition): it is the youngest thread of the bank, runs
 // next, and is not dealt away as if it were old, shallow work.
+//
+// Invariant (Close's quiescence, runtime.go): every thread that ends goes
+// through finish (by retire), but for a thread that was not submitted and
+// that nobody waits for, which runInline marks done without entering the
+// scheduler. So a submitted thread leaves Runtime.roots exactly once,
+// whichever way it ran: by a worker (run), by RunHere, or inline by a
+// joiner that claimed it before it started (runInline).
 func (t *Task) finish(w *worker) {
 	wakeWaiters(t, t.waiters.Swap(doneWaiters), w)
 	if t.root {

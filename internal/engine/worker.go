@@ -152,14 +152,19 @@ func (x openIndex) words(i, primary int, p bool, cur int, c bool) uint64 {
 // goroutines and threads resumed after Await or Sleep.
 type inbox struct {
 	mu    sync.Mutex
-	items []item
+	items []bank.Entry[item]
 	n     atomic.Int32
 	top   atomic.Int32 // 1 + the highest rank among items, 0 when empty
 }
 
+// push queues it, which the caller owns: it records it.t's depth now. An
+// entry may go stale while it waits, as bank and mailbox entries may: a
+// submitted thread can be claimed and run by a thread that joins it, and
+// then its depth changes (Task.Nest, joins), so the worker that drains the
+// inbox must not read it.
 func (b *inbox) push(it item) {
 	b.mu.Lock()
-	b.items = append(b.items, it)
+	b.items = append(b.items, bank.Entry[item]{Item: it, Depth: int(it.t.depth)})
 	if r := it.t.rank + 1; r > b.top.Load() {
 		b.top.Store(r)
 	}
@@ -168,7 +173,7 @@ func (b *inbox) push(it item) {
 }
 
 // take empties the inbox into dst.
-func (b *inbox) take(dst []item) []item {
+func (b *inbox) take(dst []bank.Entry[item]) []bank.Entry[item] {
 	if b.n.Load() == 0 {
 		return dst
 	}
