@@ -123,7 +123,7 @@ func newCluster(s *settings, local onFairly) (*Scheduler, error) {
 	_, _ = rand.Read(id)
 	cl := &cluster{
 		s: sc, st: s.Store, node: hex.EncodeToString(id), local: local,
-		types: sc.c.types, set: s, log: s.Logger, clock: s.Clock,
+		types: sc.types, set: s, log: s.Logger, clock: s.Clock,
 		subs: make(map[tid]row), subKick: make(chan struct{}, 1),
 		runs: make(map[tid]*entry), waiters: make(map[tid][]chan error),
 		load: make(map[string]int), kick: make(chan struct{}, 1), quit: make(chan struct{}),
@@ -469,7 +469,7 @@ func (cl *cluster) stepDown() {
 	}
 	cl.term, cl.live = 0, nil
 	cl.s.mu.Lock()
-	cl.s.c = newCore(cl.s.c.s)
+	cl.s.c = newCore(cl.s.set)
 	cl.s.mu.Unlock()
 	clear(cl.load)
 }
@@ -743,7 +743,7 @@ func (cl *cluster) takeOver(ctx context.Context, tx *sql.Tx, now time.Time) erro
 	s := cl.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := newCore(s.c.s)
+	c := newCore(s.set)
 	s.c = c
 	clear(cl.load)
 	c.restoreLearned(got, now)

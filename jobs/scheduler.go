@@ -124,8 +124,13 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 // documentation) and runs them on a fairly runtime. Its methods are safe
 // for concurrent use.
 type Scheduler struct {
-	mu       sync.Mutex
-	c        *core
+	mu sync.Mutex
+	c  *core // replaced by a cluster's leader when it takes over (cluster.go)
+	// set and types, read without mu: the configuration, and the types'
+	// states of the first core (a cluster reads only their configuration
+	// through them; a single process never replaces its core).
+	set      *settings
+	types    map[JobType]*typeState
 	run      launcher
 	closing  bool // Close or Shutdown began: no new jobs
 	dropping bool // Shutdown began: pending jobs are dropped, none retried
@@ -171,7 +176,8 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 }
 
 func newScheduler(s *settings, run launcher) (*Scheduler, error) {
-	sc := &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+	sc := &Scheduler{c: newCore(s), set: s, run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+	sc.types = sc.c.types
 	if s.Store != nil && s.Store.dialect != Postgres {
 		if err := sc.open(s.Store); err != nil {
 			return nil, err
@@ -181,11 +187,11 @@ func newScheduler(s *settings, run launcher) (*Scheduler, error) {
 	return sc, nil
 }
 
-func (s *Scheduler) now() time.Time { return s.c.s.Clock() }
+func (s *Scheduler) now() time.Time { return s.set.Clock() }
 
 // check validates a job against the configuration.
 func (s *Scheduler) check(j Job) (*typeState, float64, error) {
-	t, ok := s.c.types[j.Type]
+	t, ok := s.types[j.Type]
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %q", ErrUnknownType, j.Type)
 	}
@@ -451,7 +457,7 @@ func (s *Scheduler) deliver() {
 		batch := s.evq
 		s.evq = nil
 		s.evMu.Unlock()
-		if f := s.c.s.OnEvent; f != nil {
+		if f := s.set.OnEvent; f != nil {
 			for _, ev := range batch {
 				f(ev)
 			}
@@ -481,7 +487,7 @@ func (s *Scheduler) ResetGroupWeights() {
 	s.mu.Lock()
 	now := s.now()
 	for _, g := range s.c.glist {
-		s.c.setWeight(g, s.c.s.DefaultGroupWeight, now)
+		s.c.setWeight(g, s.set.DefaultGroupWeight, now)
 	}
 	s.unlockAndLaunch(s.commit())
 }
