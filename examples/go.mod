@@ -16,6 +16,7 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/fairlyprompt/fairly/jobs v0.0.0-00010101000000-000000000000
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
@@ -30,3 +31,5 @@ replace (
 	github.com/fairlyprompt/fairly => ../
 	github.com/fairlyprompt/fairly/bench => ../bench
 )
+
+replace github.com/fairlyprompt/fairly/jobs => ../jobs

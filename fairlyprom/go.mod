@@ -12,6 +12,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/fairlyprompt/fairly/jobs v0.0.0-00010101000000-000000000000
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
@@ -22,3 +23,5 @@ require (
 )
 
 replace github.com/fairlyprompt/fairly => ../
+
+replace github.com/fairlyprompt/fairly/jobs => ../jobs

@@ -81,6 +81,11 @@ type TypeConfig struct {
 	ConflictGroup string
 	// Tier is the name of the base tier of the type's jobs.
 	Tier string
+	// Handler runs the type's jobs that have no Run of their own, with
+	// their ID and payload. A durable Config.Store needs one for every
+	// type: a job that comes back after a restart has only its type, ID
+	// and payload, since code cannot be stored.
+	Handler Handler
 }
 
 // Aging promotes a waiting job one tier per Interval once it has waited
@@ -142,6 +147,13 @@ type Config struct {
 	// changes). It is called from one goroutine at a time, outside the
 	// scheduler's lock, so it may call the Scheduler.
 	OnEvent func(Event)
+	// Store keeps the jobs, the keys' charges and the learned estimates;
+	// nil keeps them in memory, lost when the process ends. With a
+	// durable store (package sqlitestore or pgstore), Submit returns once
+	// the job is committed and the jobs of a process that died come back
+	// when a scheduler opens the store again; see docs/jobs.md for the
+	// durability contract.
+	Store *Store
 	// Clock replaces time.Now, for tests. Aging, retry backoffs and TTL
 	// sweeps are evaluated against Clock at every admission decision (a
 	// submission, a completion, Scheduler.Reschedule); the timer that
@@ -201,6 +213,9 @@ func validate(cfg Config) (*settings, error) {
 		}
 		if _, ok := s.tierIndex[tc.Tier]; !ok {
 			return nil, fmt.Errorf("%w: type %q names tier %q", ErrUnknownTier, name, tc.Tier)
+		}
+		if cfg.Store != nil && tc.Handler == nil {
+			return nil, invalid("type %q: a durable Store needs a Handler", name)
 		}
 	}
 	if cfg.DefaultGroupWeight == 0 {

@@ -149,8 +149,8 @@ func (c *core) enqueue(e *entry, key, grp string, now time.Time) {
 }
 
 // complete records the end of a running job after it held its slot for
-// actual: the key's charge is corrected by actual − estimate, the
-// estimate learns, and jobs set aside on what it held come back.
+// actual: the key's charge becomes max(estimate at admission, actual),
+// the estimate learns, and jobs set aside on what it held come back.
 func (c *core) complete(e *entry, actual time.Duration, now time.Time) {
 	e.st = finished
 	if e.js.running == e {
@@ -182,7 +182,11 @@ func (c *core) complete(e *entry, actual time.Duration, now time.Time) {
 	k.running--
 	k.lastSeen = now
 	secs := actual.Seconds()
-	c.recharge(k, secs-e.charged)
+	// The admission charge sticks: a job that ran longer than its
+	// estimate adds the difference, one that ended sooner gets nothing
+	// back, so a client whose jobs fail fast still pays for each slot it
+	// was given (the fair-queuing design's "admission cost prevents DoS").
+	c.recharge(k, max(secs-e.charged, 0))
 	c.learn(e.js, secs, now)
 }
 

@@ -26,8 +26,9 @@
 //     id. A job failing one is set aside until what blocks it frees, then
 //     competes again in the fair order; it keeps aging, and never holds up
 //     the jobs behind it.
-//  5. Charging: admission charges the key the estimate; completion corrects
-//     it by actual − estimate and learns the estimate (the first run
+//  5. Charging: admission charges the key the estimate, and the charge
+//     sticks: completion raises it to the actual wall time if that was
+//     longer, never lowers it, and learns the estimate (the first run
 //     replaces the default, an EMA smooths later ones).
 //
 // Submit queues a job and returns; RunSync waits for it and honours its
@@ -35,7 +36,15 @@
 // it. Job.Retry retries failed jobs with backoff. Close drains, Shutdown
 // drops what has not started and reports it. MetricsSnapshot gives the
 // figures, and the module github.com/fairlyprompt/fairly/fairlyprom exports
-// them to Prometheus. The design, the answers to its interaction
+// them to Prometheus.
+//
+// Config.Store keeps the jobs in a database instead of memory (packages
+// sqlitestore and pgstore): Submit then returns once the job is committed,
+// a process's jobs survive its death (at least once), and processes that
+// share one PostgreSQL database keep one fair order between them, a
+// leader admitting for all. With a store, a job type's body is its
+// TypeConfig.Handler. The design, the answers to its interaction
 // questions, the wait and lag bounds, the shutdown contract and the
-// benchmark figures are in docs/jobs.md.
+// benchmark figures, the durability contract and the protocol between
+// processes are in docs/jobs.md.
 package jobs

@@ -66,13 +66,24 @@ type entry struct {
 	start    time.Time
 
 	// Execution, owned by the Scheduler.
-	run      Func
+	run      Func // nil: the type's Handler with payload
+	payload  []byte
 	retry    Retry
 	attempts int
 	ctx      jobCtx
 	owners   int           // Submit calls and RunSync callers still interested
 	done     chan struct{} // made for the first RunSync caller
 	err      error
+
+	// With a durable store: stored is set once the job is recorded for
+	// the store, saved is the commit that first records it.
+	stored bool
+	saved  *commitBatch
+	// Several processes on one store: the node that runs the job (on the
+	// admitting scheduler), and the cluster a run started here for
+	// another process's admission reports to.
+	owner  string
+	remote *cluster
 }
 
 // ref describes e for the caller.
@@ -108,6 +119,20 @@ type jobCtx struct {
 	mu   sync.Mutex
 	done chan struct{}
 	err  error
+	// attempt is the run number, set at admission (Attempt).
+	attempt int
+}
+
+// attemptKey is the context key of Attempt.
+type attemptKey struct{}
+
+// Attempt is the run number of the job whose context ctx is, or that a
+// thread of the job got from c.Context(): 1 for its first run, 2 for the
+// second, whether the first failed and was retried or its process died
+// while it ran (with a durable store). It is 0 outside a job.
+func Attempt(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
 }
 
 // closedChan is the Done channel of a context cancelled before anyone
@@ -117,8 +142,14 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // Deadline implements context.Context: a job has none.
 func (c *jobCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// Value implements context.Context: a job's context carries no values.
-func (c *jobCtx) Value(any) any { return nil }
+// Value implements context.Context: a job's context carries its
+// attempt number, for Attempt.
+func (c *jobCtx) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c.attempt
+	}
+	return nil
+}
 
 // Err implements context.Context.
 func (c *jobCtx) Err() error {

@@ -46,7 +46,8 @@ func newFakeSched(t *testing.T, cfg Config) *fakeSched {
 	cfg.Clock = func() time.Time { return epoch.Add(time.Duration(fs.clock.Load())) }
 	s, err := validate(cfg)
 	require.NoError(t, err)
-	fs.Scheduler = newScheduler(s, fs.m)
+	fs.Scheduler, err = newScheduler(s, fs.m)
+	require.NoError(t, err)
 	return fs
 }
 

@@ -17,8 +17,14 @@ import (
 // Join parallel work and Await its blocking calls, so that waiting on the
 // network or the disk does not hold a processor (a RunSync from inside a
 // job is such a blocking call). ctx is cancelled when every caller waiting
-// for the job has given up, or when Shutdown's context ends.
+// for the job has given up, or when Shutdown's context ends; it is also
+// c.Context(), so the thread's own waits (Join, Sleep, AwaitContext) and
+// the threads it spawns see the cancellation.
 type Func func(ctx context.Context, c *thread.Ctx) error
+
+// Handler is the body of a job type's jobs (TypeConfig.Handler): it gets
+// the job's ID and payload, and runs as a Func does.
+type Handler func(ctx context.Context, c *thread.Ctx, id string, payload []byte) error
 
 // Job is a unit of work submitted to the Scheduler, identified by its type
 // and ID.
@@ -32,7 +38,12 @@ type Job struct {
 	Group string
 	// Weight is w in Smith's rule, the job's importance; 0 means 1.
 	Weight float64
-	Run    Func
+	// Run is the job's body; nil runs its type's Handler with Payload.
+	// With a durable Config.Store it must be nil: a stored job's body is
+	// its type's Handler.
+	Run Func
+	// Payload is what the type's Handler gets; a durable store keeps it.
+	Payload []byte
 	// Retry runs the job again when it fails; the zero value does not.
 	Retry Retry
 }
@@ -61,8 +72,11 @@ type onFairly struct {
 func (l onFairly) launch(s *Scheduler, e *entry) {
 	e.body.Store(false)
 	// The thread reports its own end (no goroutine waits for it); only a
-	// thread the runtime refused, which never runs, is finished here.
-	h := thread.Go(l.rt, l.prio[e.base], func(c *thread.Ctx) error {
+	// thread the runtime refused, which never runs, is finished here. The
+	// job's context is the thread's, so c.Context() is the ctx the body
+	// gets, and the thread's waits (Join, Sleep, AwaitContext) end when
+	// the job is cancelled.
+	h := thread.GoContext(&e.ctx, l.rt, l.prio[e.base], func(c *thread.Ctx) error {
 		e.body.Store(true)
 		s.runBody(e, c)
 		return nil
@@ -71,8 +85,18 @@ func (l onFairly) launch(s *Scheduler, e *entry) {
 		_, err := h.Wait()
 		// On its own goroutine: finishing admits the next job, which the
 		// runtime refuses too, and so on through the whole backlog.
-		go s.finish(e, err)
+		go s.ended(e, err)
 	}
+}
+
+// ended reports the end of a run started here: to the admission core,
+// or, for a job that another process's scheduler admitted, to the store.
+func (s *Scheduler) ended(e *entry, err error) {
+	if e.remote != nil {
+		e.remote.ran(e, err)
+		return
+	}
+	s.finish(e, err)
 }
 
 // runBody runs e's body and reports its end, a panic or runtime.Goexit
@@ -86,9 +110,13 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 		} else if !returned {
 			err = thread.ErrGoexit
 		}
-		s.finish(e, err)
+		s.ended(e, err)
 	}()
-	err = e.run(&e.ctx, c)
+	if e.run != nil {
+		err = e.run(&e.ctx, c)
+	} else {
+		err = e.typ.cfg.Handler(&e.ctx, c, e.tid.id, e.payload)
+	}
 	returned = true
 }
 
@@ -96,8 +124,13 @@ func (s *Scheduler) runBody(e *entry, c *thread.Ctx) {
 // documentation) and runs them on a fairly runtime. Its methods are safe
 // for concurrent use.
 type Scheduler struct {
-	mu       sync.Mutex
-	c        *core
+	mu sync.Mutex
+	c  *core // replaced by a cluster's leader when it takes over (cluster.go)
+	// set and types, read without mu: the configuration, and the types'
+	// states of the first core (a cluster reads only their configuration
+	// through them; a single process never replaces its core).
+	set      *settings
+	types    map[JobType]*typeState
 	run      launcher
 	closing  bool // Close or Shutdown began: no new jobs
 	dropping bool // Shutdown began: pending jobs are dropped, none retried
@@ -106,6 +139,11 @@ type Scheduler struct {
 	timer    *time.Timer
 	wakeAt   time.Time
 	busy     sync.WaitGroup // launched jobs whose end is not fully handled
+	j        *journal       // the durable store's writer; nil in memory
+	cl       *cluster       // several processes on one PostgreSQL store
+	st       *Store
+	// recovered counts the jobs found running in the store at open.
+	recovered int
 
 	evMu       sync.Mutex
 	evq        []Event
@@ -130,23 +168,38 @@ func New(rt *runtime.Runtime, cfg Config) (*Scheduler, error) {
 		}
 		prio[i] = t.Priority
 	}
-	return newScheduler(s, onFairly{rt: rt, prio: prio}), nil
+	local := onFairly{rt: rt, prio: prio}
+	if st := s.Store; st != nil && st.dialect == Postgres {
+		return newCluster(s, local)
+	}
+	return newScheduler(s, local)
 }
 
-func newScheduler(s *settings, run launcher) *Scheduler {
-	return &Scheduler{c: newCore(s), run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+func newScheduler(s *settings, run launcher) (*Scheduler, error) {
+	sc := &Scheduler{c: newCore(s), set: s, run: run, drained: make(chan struct{}), shut: make(chan struct{})}
+	sc.types = sc.c.types
+	if s.Store != nil && s.Store.dialect != Postgres {
+		if err := sc.open(s.Store); err != nil {
+			return nil, err
+		}
+		sc.Reschedule() // what came back starts at once
+	}
+	return sc, nil
 }
 
-func (s *Scheduler) now() time.Time { return s.c.s.Clock() }
+func (s *Scheduler) now() time.Time { return s.set.Clock() }
 
 // check validates a job against the configuration.
 func (s *Scheduler) check(j Job) (*typeState, float64, error) {
-	t, ok := s.c.types[j.Type]
+	t, ok := s.types[j.Type]
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %q", ErrUnknownType, j.Type)
 	}
-	if j.Run == nil {
-		return nil, 0, fmt.Errorf("%w: %s %q has no Run", ErrInvalidJob, j.Type, j.ID)
+	if j.Run == nil && t.cfg.Handler == nil {
+		return nil, 0, fmt.Errorf("%w: %s %q has no Run and its type no Handler", ErrInvalidJob, j.Type, j.ID)
+	}
+	if j.Run != nil && (s.j != nil || s.cl != nil) {
+		return nil, 0, fmt.Errorf("%w: %s %q: with a durable store a job's body is its type's Handler", ErrInvalidJob, j.Type, j.ID)
 	}
 	if j.Retry.Max < 0 || j.Retry.Backoff < 0 || j.Retry.MaxBackoff < 0 {
 		return nil, 0, fmt.Errorf("%w: %s %q: negative retry setting", ErrInvalidJob, j.Type, j.ID)
@@ -165,6 +218,13 @@ func (s *Scheduler) check(j Job) (*typeState, float64, error) {
 // submission's body, key and group, and a RunSync caller that gives up no
 // longer cancels it.
 func (s *Scheduler) Submit(j Job) error {
+	if s.cl != nil {
+		_, w, err := s.check(j)
+		if err != nil {
+			return err
+		}
+		return s.cl.submit(context.Background(), j, w, false)
+	}
 	_, err := s.enter(j, false)
 	return err
 }
@@ -181,6 +241,13 @@ func (s *Scheduler) RunSync(ctx context.Context, j Job) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.cl != nil {
+		_, w, err := s.check(j)
+		if err != nil {
+			return err
+		}
+		return s.cl.submit(ctx, j, w, true)
 	}
 	e, err := s.enter(j, true)
 	if err != nil {
@@ -217,17 +284,32 @@ func (s *Scheduler) enter(j Job, sync bool) (*entry, error) {
 		if sync && e.done == nil {
 			e.done = make(chan struct{})
 		}
+		saved := e.saved
 		s.mu.Unlock()
-		return e, nil
+		return e, saved.wait()
 	}
-	e := &entry{tid: id, typ: t, weight: w, run: j.Run, retry: j.Retry, owners: 1}
+	e := &entry{tid: id, typ: t, weight: w, run: j.Run, payload: j.Payload, retry: j.Retry, owners: 1}
 	if sync {
 		e.done = make(chan struct{})
 	}
 	e.js = js
 	s.c.enqueue(e, j.Key, j.Group, s.now())
+	if s.j != nil {
+		e.saved = s.j.put(e)
+	}
+	saved := e.saved
 	s.unlockAndLaunch(s.commit())
-	return e, nil
+	return e, saved.wait()
+}
+
+// wait waits until b has committed and returns its error; nil for no
+// batch (no durable store).
+func (b *commitBatch) wait() error {
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	return b.err
 }
 
 // end hands e's result to its callers; mu is held.
@@ -253,6 +335,9 @@ func (s *Scheduler) abandon(e *entry, err error) {
 		return
 	}
 	s.c.remove(e)
+	if s.j != nil {
+		s.j.drop(e)
+	}
 	e.end(err)
 	s.unlockAndLaunch(s.commit())
 }
@@ -270,8 +355,17 @@ func (s *Scheduler) finish(e *entry, err error) {
 			until = now // Close drains: no backoff to wait out
 		}
 		s.c.hold(e, until)
+		if s.j != nil {
+			s.j.put(e)
+		}
 	} else {
+		if s.j != nil {
+			s.j.drop(e)
+		}
 		e.end(err)
+	}
+	if s.j != nil {
+		s.j.learned(e, s.c.vnow)
 	}
 	s.unlockAndLaunch(s.commit())
 	s.busy.Done()
@@ -280,14 +374,18 @@ func (s *Scheduler) finish(e *entry, err error) {
 // commit admits what can run and re-arms the wake-up timer; mu is held.
 func (s *Scheduler) commit() []*entry {
 	now := s.now()
+	if s.cl != nil {
+		return nil // the leader's tick admits (cluster.go)
+	}
 	admitted := s.c.dispatch(now)
 	s.busy.Add(len(admitted))
-	if len(s.c.events) > 0 {
-		s.evMu.Lock()
-		s.evq = append(s.evq, s.c.events...)
-		s.evMu.Unlock()
-		s.c.events = s.c.events[:0]
+	for _, e := range admitted {
+		e.ctx.attempt++
+		if s.j != nil {
+			s.j.put(e)
+		}
 	}
+	s.queueEvents()
 	if s.closing && s.c.nPending+s.c.nRunning+s.c.nDelayed == 0 {
 		select {
 		case <-s.drained:
@@ -306,6 +404,16 @@ func (s *Scheduler) commit() []*entry {
 		}
 	}
 	return admitted
+}
+
+// queueEvents moves the core's events to the delivery queue; mu is held.
+func (s *Scheduler) queueEvents() {
+	if len(s.c.events) > 0 {
+		s.evMu.Lock()
+		s.evq = append(s.evq, s.c.events...)
+		s.evMu.Unlock()
+		s.c.events = s.c.events[:0]
+	}
 }
 
 // tick runs when a job is due to age, a retry's backoff ends, or idle keys
@@ -349,7 +457,7 @@ func (s *Scheduler) deliver() {
 		batch := s.evq
 		s.evq = nil
 		s.evMu.Unlock()
-		if f := s.c.s.OnEvent; f != nil {
+		if f := s.set.OnEvent; f != nil {
 			for _, ev := range batch {
 				f(ev)
 			}
@@ -379,7 +487,7 @@ func (s *Scheduler) ResetGroupWeights() {
 	s.mu.Lock()
 	now := s.now()
 	for _, g := range s.c.glist {
-		s.c.setWeight(g, s.c.s.DefaultGroupWeight, now)
+		s.c.setWeight(g, s.set.DefaultGroupWeight, now)
 	}
 	s.unlockAndLaunch(s.commit())
 }

@@ -258,6 +258,54 @@ func TestRunSyncCancelledWhileRunningCancelsTheJob(t *testing.T) {
 	assert.True(t, sawCancel.Load())
 }
 
+// The job's context is its thread's: c.Context() is ctx, and a
+// thread.Sleep or a Join of a spawned child ends when the job is
+// cancelled, whether its RunSync caller gives up or Shutdown's context
+// ends.
+func TestJobContextReachesItsThreads(t *testing.T) {
+	f := newFixture(t)
+	s := f.scheduler(t, f.config())
+	body := func(started chan<- struct{}, same *atomic.Bool) jobs.Func {
+		return func(ctx context.Context, c *thread.Ctx) error {
+			same.Store(c.Context() == ctx)
+			close(started)
+			child := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) error {
+				return thread.Sleep(c, time.Hour)
+			})
+			if _, err := thread.Join(c, child); err != nil {
+				return err
+			}
+			return thread.Sleep(c, time.Hour)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var same atomic.Bool
+	done := make(chan error)
+	go func() { done <- s.RunSync(ctx, jobs.Job{Type: "clone", ID: "caller", Run: body(started, &same)}) }()
+	<-started
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	assert.True(t, same.Load(), "c.Context() is the job's ctx")
+
+	started = make(chan struct{})
+	var result error
+	resultDone := make(chan struct{})
+	go func() {
+		defer close(resultDone)
+		result = s.RunSync(context.Background(), jobs.Job{Type: "clone", ID: "shutdown", Run: body(started, &same)})
+	}()
+	<-started
+	sctx, scancel := context.WithCancel(context.Background())
+	scancel()
+	_, err := s.Shutdown(sctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	<-resultDone // the sleeping job ends once Shutdown cancels it
+	assert.ErrorIs(t, result, context.Canceled)
+	require.NoError(t, s.Close())
+}
+
 func TestBadInput(t *testing.T) {
 	f := newFixture(t)
 	good := f.config()

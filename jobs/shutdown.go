@@ -49,6 +49,7 @@ func (s *Scheduler) begin(drop bool) []JobRef {
 func (s *Scheduler) awaitDrained() {
 	<-s.drained
 	s.busy.Wait()
+	s.release()
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
@@ -62,6 +63,9 @@ func (s *Scheduler) awaitDrained() {
 // from a job. A Close called while another Close or a Shutdown is under
 // way waits for it to complete; after that, Close returns nil at once.
 func (s *Scheduler) Close() error {
+	if s.cl != nil {
+		return s.cl.close(context.Background())
+	}
 	s.mu.Lock()
 	s.begin(false)
 	s.unlockAndLaunch(s.commit())
@@ -76,6 +80,9 @@ func (s *Scheduler) Close() error {
 func (s *Scheduler) Shutdown(ctx context.Context) (dropped []JobRef, err error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: Shutdown with a nil context", ErrInvalidJob)
+	}
+	if s.cl != nil {
+		return nil, s.cl.close(ctx)
 	}
 	s.mu.Lock()
 	dropped = s.begin(true)

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/jobs"
-	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/jobs/internal/storetest"
 	"github.com/fairlyprompt/fairly/thread"
 )
 
@@ -21,17 +20,7 @@ import (
 // iteration to the next, as a service's repositories do, so the learned
 // estimates are used.
 func BenchmarkSubmitThroughput(b *testing.B) {
-	o := fairness.NewOrder()
-	p := o.New("jobs")
-	crit, err := fairness.NewCriterion(o, map[fairness.Priority]float64{p: 100})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := runtime.New(runtime.Config{Procs: 2, Criterion: crit})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
+	rt, p := storetest.Runtime(b)
 	s, err := jobs.New(rt, jobs.Config{
 		Slots: 64,
 		Tiers: []jobs.Tier{{Name: "t", Priority: p}},

@@ -74,6 +74,41 @@ func TestUpstreamFairnessLowerCostFirst(t *testing.T) {
 	require.NoError(t, fs.Close())
 }
 
+// Admission cost prevents DoS: client A's five jobs end at once, so the
+// wall time they held their slots is 0, yet A keeps paying for the five
+// admissions. Behind a blocker, B, who consumed nothing, goes first.
+func TestUpstreamAdmissionCostPreventsDoS(t *testing.T) {
+	fs := newFakeSched(t, upstreamConfig(5))
+	for i := range 5 {
+		require.NoError(t, fs.Submit(Job{Type: "work", ID: "burst" + itoa(i), Key: "clientA", Run: noop}))
+	}
+	burst := fs.m.take()
+	require.Len(t, burst, 5)
+	for _, e := range burst {
+		fs.finish(e, nil) // no time passes: actual 0 < estimate 1 s
+	}
+	blockers := make([]string, 5)
+	for i := range blockers {
+		blockers[i] = "blocker" + itoa(i)
+		require.NoError(t, fs.Submit(Job{Type: "work", ID: blockers[i], Run: noop}))
+	}
+	held := fs.m.take()
+	require.Len(t, held, 5)
+	require.NoError(t, fs.Submit(Job{Type: "work", ID: "a1", Key: "clientA", Run: noop}))
+	fs.advance(10 * time.Millisecond)
+	require.NoError(t, fs.Submit(Job{Type: "work", ID: "b1", Key: "clientB", Run: noop}))
+	fs.finish(held[0], nil)
+	next := fs.m.take()
+	require.Len(t, next, 1)
+	assert.Equal(t, "b1", next[0].tid.id, "the client that paid for five admissions waits")
+	fs.finish(next[0], nil)
+	for _, e := range held[1:] {
+		fs.finish(e, nil)
+	}
+	assert.Equal(t, []string{"work/a1"}, fs.ids())
+	require.NoError(t, fs.Close())
+}
+
 // Two RunSync callers share a job; one giving up leaves it to the other,
 // and the job's context is cancelled only when the last gives up.
 func TestUpstreamSharedRunSyncCancellation(t *testing.T) {
