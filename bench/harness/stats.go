@@ -2,10 +2,11 @@ package harness
 
 import (
 	"fmt"
-	"math"
 	goruntime "runtime"
 	"slices"
 	"time"
+
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // Spread is the median of some samples with their range.
@@ -62,26 +63,9 @@ func (s Spread) format(decimals int, unit string) string {
 	return fmt.Sprintf("%.*f%s (%.*f–%.*f)", decimals, s.Median, unit, decimals, s.Min, decimals, s.Max)
 }
 
-// Latency summarises response times pooled over the runs of a setting.
-type Latency struct {
-	P50, P99, Max time.Duration
-	N             int
-	// Lost counts requests never answered.
-	Lost int
-}
-
-// latencyOf summarises rtts with nearest-rank percentiles.
-func latencyOf(rtts []time.Duration, lost int) Latency {
-	if len(rtts) == 0 {
-		return Latency{Lost: lost}
-	}
-	s := slices.Clone(rtts)
-	slices.Sort(s)
-	rank := func(q float64) time.Duration {
-		return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
-	}
-	return Latency{P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1], N: len(s), Lost: lost}
-}
+// Latency summarises response times pooled over the runs of a setting,
+// with the nearest-rank percentiles of package latency.
+type Latency = latency.Summary
 
 // inMs is d in milliseconds, for charts and ratios.
 func inMs(d time.Duration) float64 { return d.Seconds() * 1e3 }
