@@ -132,7 +132,7 @@ func echoLatency(rec *Record) Latency {
 	if rec == nil || rec.Echo == nil {
 		return Latency{}
 	}
-	return rec.Echo.Latency()
+	return rec.measuredLatency()
 }
 
 func answered(rec *Record) string {

@@ -113,7 +113,7 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 		}
 	}
 	finish := func(echo *netEcho, waitHogs func() error) error {
-		<-echo.drv.done
+		_ = rec.measure(func() error { <-echo.drv.done; return nil })
 		stop.Store(true)
 		herr := waitHogs()
 		return closeAll(herr, closeEcho(nil, echo, rec))

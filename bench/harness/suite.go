@@ -78,6 +78,12 @@ type Record struct {
 	Echo *driver.Result `json:"echo,omitempty"`
 	// EchoParts splits the echo's response times by where they were spent.
 	EchoParts *EchoParts `json:"echo_parts,omitempty"`
+	// Measured are the spans in which the load ran and the harness did
+	// nothing else; only requests sent in them count in the tables
+	// (phases.go). PhaseRequests counts the requests sent in each phase:
+	// measured, before, between and after.
+	Measured      []Span         `json:"measured,omitempty"`
+	PhaseRequests map[string]int `json:"phase_requests,omitempty"`
 	// CPUShares are the fractions of the processor time the runtime spent
 	// at each priority over a run of table1 or table3 (runtime.Stats): the
 	// share the criterion gave the kernel, beside the stretch it caused.
@@ -412,7 +418,9 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 	if withSink {
 		snk = kernels.StartSink(rt, p.mid)
 	}
-	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) {
+		return s.timedBeside(echo, rec, inst, func() error { return kernels.RunVersion(rt, p.lo, inst.Fairly) })
+	})
 	rec.CPUShares = p.shares(rt.Stats())
 	err = closeEcho(err, echo, rec)
 	return rec, closeAll(err, snk.Close(), rt.Close())
@@ -466,11 +474,11 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	case grainCoarse:
 		inst = kernels.NewFib(n, coarseCutoff)
 	}
-	compute := func(echo *netEcho, run func() (time.Duration, error)) error {
+	compute := func(echo *netEcho, run func() error) error {
 		var err error
 		if inst != nil {
 			gc := startCollector()
-			rec.Times, err = until(echo.drv.done, run)
+			rec.Times, err = untilChecked(echo.drv.done, rec, inst, run)
 			rec.Collector = gc.stop()
 		}
 		if err == nil {
@@ -484,7 +492,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, compute(echo, func() (time.Duration, error) { return goroutinesRun(inst) })
+			return struct{}{}, compute(echo, func() error { inst.Goroutines(); return nil })
 		})
 		return rec, err
 	}
@@ -497,7 +505,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	if g == grainSpawn {   // the collector experiment's Spawn setting
 		version = inst.Fairly
 	}
-	err = compute(echo, func() (time.Duration, error) { return versionRun(rt, p.lo, inst, version) })
+	err = compute(echo, func() error { return kernels.RunVersion(rt, p.lo, version) })
 	return rec, closeAll(err, rt.Close())
 }
 
@@ -520,9 +528,10 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 	}
 	snk := kernels.StartSink(rt, p.mid)
 	term := thread.Go(rt, p.hi, func(c *thread.Ctx) error { return interactive.TermEcho(c, requests, echoes) })
-	rec.Times, err = until(drv.done, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Times, err = untilChecked(drv.done, rec, inst, func() error { return kernels.RunVersion(rt, p.lo, inst.Fairly) })
 	var ferr error
 	rec.Echo, ferr = drv.finish()
+	rec.countPhases()
 	echoErr, werr := term.Wait() // the driver is gone, so its requests end
 	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.Close(), rt.Close())
 }
@@ -532,7 +541,8 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 func closeEcho(err error, echo *netEcho, rec *Record) error {
 	res, ferr := echo.finish()
 	rec.Echo = res
-	rec.EchoParts = partsOf(res, echo.srv.Timings())
+	rec.countPhases()
+	rec.EchoParts = partsOf(res, echo.srv.Timings(), rec.measured)
 	return closeAll(err, ferr)
 }
 
