@@ -74,6 +74,7 @@ func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
 		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable, "collector": collectorTable,
+		"prompt": promptTable,
 	}
 	var out []Section
 	for _, name := range slices.Concat(Experiments, OptionalExperiments) {

@@ -92,6 +92,8 @@ type Record struct {
 	Collector *Collector `json:"collector,omitempty"`
 	// Throughput is the http experiment's batch: fib computed per second.
 	Throughput float64 `json:"throughput,omitempty"`
+	// PromptSummary is what the prompt experiment measured.
+	*PromptSummary
 	// SimRecord and SimCalibration hold what the sim experiment measured.
 	*SimRecord
 	*SimCalibration
@@ -113,6 +115,10 @@ type Results struct {
 	SimWork  time.Duration `json:"sim_work_ns,omitempty"`
 	StallMiB int           `json:"stall_mib,omitempty"`
 	HTTP     *HTTPConfig   `json:"http,omitempty"`
+	// PromptRate and PromptRequests are the prompt experiment's echo rate
+	// and requests per cell.
+	PromptRate     float64 `json:"prompt_rate,omitempty"`
+	PromptRequests int     `json:"prompt_requests,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
 	Kernels     []string  `json:"kernels"`
 	Experiments []string  `json:"experiments"`
@@ -156,6 +162,7 @@ type suite struct {
 	instances map[string]kernels.Instance // reused across steps: inputs are costly to build
 	tmp       string
 	stallIn   map[string]any // the stall experiment's current input
+	prompt    promptState
 }
 
 // Run runs the experiments of cfg and returns their raw results; Report
@@ -174,6 +181,9 @@ func Run(cfg Config) (*Results, error) {
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
 		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(), SimSeed: cfg.simSeed(), SimWork: cfg.simWork(),
 		HTTP: cfg.httpResults(),
+	}
+	if cfg.needs("prompt") {
+		res.PromptRate, res.PromptRequests = cfg.promptRate(), cfg.promptRequests()
 	}
 	for _, k := range cfg.Kernels {
 		res.Kernels = append(res.Kernels, k.Name)
@@ -279,6 +289,9 @@ func (s *suite) plan() []step {
 				}
 			}
 		}
+	}
+	if cfg.needs("prompt") {
+		steps = append(steps, s.promptSteps()...)
 	}
 	if cfg.needs("http") {
 		steps = append(steps, s.httpSteps()...)
