@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,15 +39,20 @@ var PromptCriteria = []Criterion{{100, 0, 0}, {50, 0, 50}, {50, 25, 25}, {5, 45,
 
 // Defaults of the prompt experiment.
 const (
-	// DefaultPromptRate is its echo rate: 2000 requests in about 2 s.
-	DefaultPromptRate = 1000
+	// DefaultPromptRate is its echo rate: 2000 requests in 2.5 s, over
+	// promptConns connections.
+	DefaultPromptRate = 800
+	// promptConns is the number of the driver's connections: a
+	// connection's lines are echoed one after another, each through an
+	// Await, so that one connection at 800/s measured its own queue (one
+	// echo must be done before the next line is read) rather than the
+	// wake-up of each; 200/s a connection keeps each line on its own.
+	promptConns = 4
 	// DefaultPromptRequests is how many requests each cell measures at
 	// least.
 	DefaultPromptRequests = 2000
 	// promptAllocMiB is the size of the alloc load's fresh slice.
 	promptAllocMiB = 8
-	// promptBatchFib is the n of the batch thread's fib.
-	promptBatchFib = 32
 )
 
 // PromptLoads are the prompt experiment's loads other than the kernels,
@@ -133,6 +139,16 @@ func (c *Config) promptSize(k kernels.Kernel) int {
 	return k.DefaultSize
 }
 
+// promptBatchFib is the n of the batch thread's fib: fib's size in the
+// experiment.
+func (c *Config) promptBatchFib() int {
+	k, err := kernels.Lookup("fib")
+	if err != nil {
+		panic(err) // the kernels package always has fib
+	}
+	return c.promptSize(k)
+}
+
 // promptSteps are the experiment's cells: at each processor count the
 // idle echo first, then every load under every criterion.
 func (s *suite) promptSteps() []step {
@@ -185,7 +201,7 @@ func (c *Config) waitEnough(srv *interactive.Server, from int64) {
 func (s *suite) promptIdle(procs int) (*Record, error) {
 	c := Criterion{100, 0, 0}
 	rec := &Record{Kind: kindPromptIdle, Kernel: "idle", Procs: procs, Criterion: c.String()}
-	_, rt, echo, err := s.echoOn(procs, c, s.cfg.promptScript())
+	_, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +267,8 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 				}))
 			}
 		} else {
-			rec.Size = promptBatchFib
-			fib := kernels.NewFib(promptBatchFib, 1)
+			rec.Size = s.cfg.promptBatchFib()
+			fib := kernels.NewFib(rec.Size, 1)
 			hs = append(hs, thread.Go(rt, lo, func(c *thread.Ctx) error {
 				for !stop.Load() {
 					fib.Forked(c)
@@ -291,7 +307,7 @@ type cellLoad func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.S
 // answered enough requests since from (Server.Echoed). It fills rec's echo,
 // collector and summary.
 func (s *suite) promptCell(rec *Record, procs int, c Criterion, load cellLoad) error {
-	p, rt, echo, err := s.echoOn(procs, c, s.cfg.promptScript())
+	p, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
 	if err != nil {
 		return err
 	}
@@ -363,18 +379,28 @@ func promptTable(res *Results) Section {
 	}
 	return Section{
 		Title: "Prompt: the echo beside every load",
-		Text: fmt.Sprintf("A network echo at high priority, driven at %g requests/s, beside one load per cell at low priority: every kernel at its default size "+
+		Text: fmt.Sprintf("A network echo at high priority, driven at %g requests/s over %d connections, beside one load per cell at low priority: every kernel at its default size "+
 			"(repeated), alloc (one thread per worker cloning and hashing %d MiB per call, a library call with no preemption point that allocates), "+
-			"batch (thread.Fork2's fib(%d) repeated in one thread) and batch+1go, batch+2go (the batch and one or two ordinary goroutines computing SHA-256 outside fairly). "+
+			"batch (thread.Fork2's fib(%s) repeated in one thread) and batch+1go, batch+2go (the batch and one or two ordinary goroutines computing SHA-256 outside fairly). "+
 			"A time sink runs at medium priority where the criterion gives medium a share. Idle is the echo alone; p99 ÷ idle divides by the idle p99 at the same P in this run. "+
 			"Only requests sent while the load ran count (the last column: requests sent before the load started, while it ran, and after; no check of a result runs meanwhile). "+
 			"The parts are each part's p99: delivery (the driver's write to the server's read), fairly (the read to the echo's thread running again), reply (the write to the driver's read). "+
 			"GC and GOMAXPROCS columns are read from runtime/metrics over the measured span; GOMAXPROCS changes are the stop-the-world pauses other than the collector's. "+
-			"Goals: p99 ≤ 1 ms and ≤ 2× idle, fairly's part ≤ 0.2 ms.", res.PromptRate, promptAllocMiB, promptBatchFib),
+			"Goals: p99 ≤ 1 ms and ≤ 2× idle, fairly's part ≤ 0.2 ms.", res.PromptRate, promptConns, promptAllocMiB, batchFib(res)),
 		Table: t.String(),
 		Chart: "prompt.png",
 		draw:  func(path string) error { return drawPrompt(res, path) },
 	}
+}
+
+// batchFib is the n of the batch load's fib in res, as text.
+func batchFib(res *Results) string {
+	for _, rec := range res.Records {
+		if rec.Kind == kindPrompt && strings.HasPrefix(rec.Kernel, "batch") {
+			return fmt.Sprint(rec.Size)
+		}
+	}
+	return "n"
 }
 
 // drawPrompt plots each cell's p99 on a logarithmic axis, one series per

@@ -455,12 +455,18 @@ func (s *suite) wtaIdle(procs int) (*Record, error) {
 // echoOn starts a runtime of procs workers under criterion c and a network
 // echo on it, at the high priority, with a driver replaying script.
 func (s *suite) echoOn(procs int, c Criterion, script string) (prios, *runtime.Runtime, *netEcho, error) {
+	return s.echoOnConns(procs, c, script, 1)
+}
+
+// echoOnConns is echoOn with the driver's requests dealt to conns
+// connections in turn.
+func (s *suite) echoOnConns(procs int, c Criterion, script string, conns int) (prios, *runtime.Runtime, *netEcho, error) {
 	p := newPrios()
 	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return p, nil, nil, err
 	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, script)
+	echo, err := s.cfg.startNetEchoConns(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, script, conns)
 	if err != nil {
 		return p, nil, nil, closeAll(err, rt.Close())
 	}
