@@ -42,12 +42,14 @@ const (
 	// DefaultPromptRate is its echo rate: 2000 requests in 2.5 s, over
 	// promptConns connections.
 	DefaultPromptRate = 800
-	// promptConns is the number of the driver's connections: a
+	// promptConns is the number of the driver's connections, 50 requests/s
+	// each at the default rate, the suite's rate for one echo. A
 	// connection's lines are echoed one after another, each through an
-	// Await, so that one connection at 800/s measured its own queue (one
-	// echo must be done before the next line is read) rather than the
-	// wake-up of each; 200/s a connection keeps each line on its own.
-	promptConns = 4
+	// Await, so a late wake-up delays every line queued behind it: over one
+	// connection at 1000/s, or four at 800/s, the echo measured its own
+	// queue (p50s of hundreds of milliseconds beside a batch and an ordinary
+	// goroutine, where 200/s gave tens) rather than the wake-up of each line.
+	promptConns = 16
 	// DefaultPromptRequests is how many requests each cell measures at
 	// least.
 	DefaultPromptRequests = 2000
