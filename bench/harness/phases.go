@@ -105,11 +105,12 @@ const drainWait = 200 * time.Millisecond
 
 // drain waits, after a measured run that ended at end (Unix ns), until the
 // echo has had time to answer the requests sent during the run: until it
-// has read a line two request intervals after end, or for drainWait. The
-// harness's own work (a check) then starts only once those requests were
-// answered, unless delivering one took that long.
+// has read a line one request interval after end, or for drainWait. Lines
+// are read in order, so the harness's own work (a check) then starts only
+// once those requests were answered, unless delivering one took longer
+// than the interval.
 func drain(srv *interactive.Server, end int64, rate float64) {
-	target := end + int64(2*float64(time.Second)/rate)
+	target := end + int64(float64(time.Second)/rate)
 	for deadline := time.Now().Add(drainWait); srv.LastRead() < target && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
