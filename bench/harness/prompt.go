@@ -132,9 +132,9 @@ func (c *Config) promptCriteria() []Criterion {
 	return PromptCriteria
 }
 
-// promptSize is the size of a kernel in the prompt experiment: its
+// PromptSize is the size of a kernel in the prompt experiment: its
 // default unless PromptSizes says otherwise.
-func (c *Config) promptSize(k kernels.Kernel) int {
+func (c *Config) PromptSize(k kernels.Kernel) int {
 	if n, ok := c.PromptSizes[k.Name]; ok {
 		return n
 	}
@@ -148,7 +148,7 @@ func (c *Config) promptBatchFib() int {
 	if err != nil {
 		panic(err) // the kernels package always has fib
 	}
-	return c.promptSize(k)
+	return c.PromptSize(k)
 }
 
 // promptSteps are the experiment's cells: at each processor count the
@@ -224,7 +224,7 @@ func (s *suite) promptIdle(procs int) (*Record, error) {
 // the echo has answered the cell's requests, and its last run's result is
 // checked once the echo has ended.
 func (s *suite) promptKernel(k kernels.Kernel, procs int, c Criterion) (*Record, error) {
-	n := s.cfg.promptSize(k)
+	n := s.cfg.PromptSize(k)
 	if s.prompt.kernel != k.Name || s.prompt.size != n {
 		s.prompt.inst = nil // one input alive at a time
 		s.prompt.inst, s.prompt.kernel, s.prompt.size = k.New(n), k.Name, n

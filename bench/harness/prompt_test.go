@@ -85,7 +85,7 @@ func TestPromptConfig(t *testing.T) {
 	assert.Equal(t, float64(DefaultPromptRate), cfg.promptRate())
 	assert.Equal(t, DefaultPromptRequests, cfg.promptRequests())
 	k := lookup(t, "bfs")[0]
-	assert.Equal(t, k.DefaultSize, cfg.promptSize(k), "the default size, whatever Sizes says")
+	assert.Equal(t, k.DefaultSize, cfg.PromptSize(k), "the default size, whatever Sizes says")
 	require.NoError(t, cfg.Validate())
 
 	for _, bad := range []func(*Config){

@@ -393,6 +393,14 @@ func header(args []string, cfg *harness.Config, loadBefore, loadAfter string) st
 		sizes = append(sizes, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.Sizes[k.Name]))
 	}
 	fmt.Fprintf(&b, "Sizes: %s  \n", strings.Join(sizes, ", "))
+	if slices.Contains(cfg.Experiments, "prompt") {
+		var ps []string
+		for _, k := range cfg.Kernels {
+			ps = append(ps, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.PromptSize(k)))
+		}
+		fmt.Fprintf(&b, "Prompt experiment: sizes %s; loads %s; %g requests/s, at least %d a cell  \n",
+			strings.Join(ps, ", "), strings.Join(cfg.PromptLoads, ", "), cfg.PromptRate, cfg.PromptRequests)
+	}
 	fmt.Fprintf(&b, "Repetitions: %d; echo: %g requests/s from a separate driver process  \n", cfg.Reps, cfg.EchoRate)
 	b.WriteString("P is the number of fairly workers, or the GOMAXPROCS of plain goroutines " +
 		"(fairly's runtime keeps one more P for wake-ups unless runtime.Config.KeepGOMAXPROCS is set).\n\n")
