@@ -45,10 +45,9 @@ const (
 	// promptConns is the number of the driver's connections, 50 requests/s
 	// each at the default rate, the suite's rate for one echo. A
 	// connection's lines are echoed one after another, each through an
-	// Await, so a late wake-up delays every line queued behind it: over one
-	// connection at 1000/s, or four at 800/s, the echo measured its own
-	// queue (p50s of hundreds of milliseconds beside a batch and an ordinary
-	// goroutine, where 200/s gave tens) rather than the wake-up of each line.
+	// Await, so a late wake-up delays every line queued behind it; over one
+	// connection at this rate the echo measured its own queue rather than
+	// the wake-up of each line (bench/README.md, the prompt experiment).
 	promptConns = 16
 	// DefaultPromptRequests is how many requests each cell measures at
 	// least.
