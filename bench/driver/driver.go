@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairlyprompt/fairly/bench/latency"
 	"github.com/fairlyprompt/fairly/bench/trace"
 )
 
@@ -93,6 +94,10 @@ type Result struct {
 	// Stopped says why the replay ended before its last echo, if it did.
 	Stopped string `json:"stopped,omitempty"`
 }
+
+// Latency summarises the response times of the answered requests; the
+// unanswered ones count as lost.
+func (r *Result) Latency() latency.Summary { return latency.Of(r.RTT, r.Sent-r.Received) }
 
 // link is one request stream and its echoes.
 type link struct {

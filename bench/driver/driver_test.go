@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/fairlyprompt/fairly/bench/latency"
 	"github.com/fairlyprompt/fairly/bench/trace"
 )
 
@@ -82,6 +84,10 @@ func TestRunTCP(t *testing.T) {
 		assert.Positive(t, res.SentAt[i], "request %d", i)
 		assert.Greater(t, res.ReceivedAt[i], res.SentAt[i], "request %d", i)
 	}
+	l := res.Latency()
+	assert.Equal(t, 27, l.N)
+	assert.Zero(t, l.Lost)
+	assert.Equal(t, slices.Max(res.RTT), l.Max)
 }
 
 func TestRunStream(t *testing.T) {
@@ -107,6 +113,7 @@ func TestRunLost(t *testing.T) {
 	assert.Zero(t, res.Received)
 	assert.Contains(t, res.Stopped, "4 requests unanswered")
 	assert.Equal(t, []int64{0, 0, 0, 0}, res.ReceivedAt)
+	assert.Equal(t, latency.Summary{Lost: 4}, res.Latency())
 }
 
 func TestRunHangUp(t *testing.T) {

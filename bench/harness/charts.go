@@ -85,7 +85,7 @@ func drawFig9(res *Results, path string) error {
 		} {
 			var pts plotter.XYs
 			for _, sh := range res.Shares {
-				if l := latency(res.find(Record{Kind: kindShare, Procs: procs, Share: sh})); l.N > 0 {
+				if l := echoLatency(res.find(Record{Kind: kindShare, Procs: procs, Share: sh})); l.N > 0 {
 					pts = append(pts, plotter.XY{X: sh, Y: lg(q.get(l))})
 					ys = append(ys, q.get(l))
 				}

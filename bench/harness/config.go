@@ -37,6 +37,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -62,15 +63,16 @@ func badConfig(format string, a ...any) error { return &configError{fmt.Sprintf(
 
 // Bounds of a Config: beyond them a run is a mistake, not an experiment.
 const (
-	MaxProcs    = 256             // processor counts
-	MaxReps     = 1000            // repetitions
-	MaxEchoRate = 10_000          // echo requests per second
-	MaxEchoFor  = time.Hour       // length of an echo replay
-	MaxFibSize  = 50              // n of table5 and fig9
-	MaxStallMiB = 1024            // input of the stall experiment
-	MaxSimWork  = 5 * time.Second // simulated work per worker
-	maxShare    = 50              // interactive share of fig9, in percent
-	maxWeight   = 1e6             // a criterion's share
+	MaxProcs          = 256             // processor counts
+	MaxReps           = 1000            // repetitions
+	MaxEchoRate       = 10_000          // echo requests per second
+	MaxEchoFor        = time.Hour       // length of an echo replay
+	MaxFibSize        = 50              // n of table5 and fig9
+	MaxStallMiB       = 1024            // input of the stall experiment
+	MaxSimWork        = 5 * time.Second // simulated work per worker
+	maxShare          = 50              // interactive share of fig9, in percent
+	maxPromptRequests = 1_000_000       // a prompt cell's requests
+	maxWeight         = 1e6             // a criterion's share
 )
 
 // Experiments lists the experiment names in the order of the report.
@@ -81,7 +83,9 @@ var Experiments = []string{"table1", "table2", "table3", "table4", "table5", "fi
 // batch (http.go); sim: the scheduler simulated at P = 2 to 128 (sim.go);
 // collector: table5's fine-grained setting with Spawn and with Fork2, and
 // what the collector did meanwhile.
-var OptionalExperiments = []string{"http", "sim", "collector"}
+// prompt: the echo beside every load under every criterion, at least 2000
+// requests a cell (prompt.go).
+var OptionalExperiments = []string{"http", "sim", "collector", "prompt"}
 
 // Criterion is a three-priority fairness criterion in percent: the shares
 // of the high, medium and low priorities.
@@ -159,6 +163,20 @@ type Config struct {
 	// StallMiB is the input size of the stall experiment's library calls,
 	// in MiB (default 64: sha256 and flate over 64 MiB, a sort of 1M keys).
 	StallMiB int
+	// PromptLoads are the prompt experiment's loads beside Kernels (names
+	// of PromptLoads).
+	PromptLoads []string
+	// PromptCriteria are the prompt experiment's criteria (nil:
+	// PromptCriteria).
+	PromptCriteria []Criterion
+	// PromptSizes gives a kernel's size in the prompt experiment by name;
+	// a kernel without one runs at its DefaultSize.
+	PromptSizes map[string]int
+	// PromptRate is the prompt experiment's echo rate per second (0:
+	// DefaultPromptRate), PromptRequests the requests each of its cells
+	// measures at least (0: DefaultPromptRequests).
+	PromptRate     float64
+	PromptRequests int
 	// HTTP sets the load of the http experiment.
 	HTTP HTTPConfig
 	// EchoGrace is how long a driver waits for the echoes of its last
@@ -234,6 +252,20 @@ func (c *Config) Validate() error {
 	if c.needs("table1", "table2", "table3", "table4", "fig8", "sim") && len(c.Kernels) == 0 {
 		return badConfig("no kernel chosen")
 	}
+	if c.needs("prompt") && len(c.Kernels) == 0 && len(c.PromptLoads) == 0 {
+		return badConfig("the prompt experiment has no kernel and no load")
+	}
+	for _, l := range c.PromptLoads {
+		if !slices.Contains(PromptLoads, l) {
+			return badConfig("unknown prompt load %q (known: %s)", l, strings.Join(PromptLoads, ", "))
+		}
+	}
+	switch {
+	case !(c.PromptRate >= 0 && c.PromptRate <= MaxEchoRate):
+		return badConfig("prompt echo rate %v is not in [0, %d] per second (0: the default, %d)", c.PromptRate, MaxEchoRate, DefaultPromptRate)
+	case c.PromptRequests < 0 || c.PromptRequests > maxPromptRequests:
+		return badConfig("prompt requests per cell %d is not in [0, %d] (0: the default, %d)", c.PromptRequests, maxPromptRequests, DefaultPromptRequests)
+	}
 	if c.needs("table1", "table4", "fig8", "sim") && len(c.Criteria) == 0 {
 		return badConfig("no criterion chosen")
 	}
@@ -245,12 +277,22 @@ func (c *Config) Validate() error {
 	if c.needs("fig9") && len(c.Shares) == 0 {
 		return badConfig("fig9 needs interactive shares")
 	}
-	for name, size := range c.Sizes {
+	for name, size := range mergeSizes(c.Sizes, c.PromptSizes) {
 		if size < 1 {
 			return badConfig("size %d of %s is not positive", size, name)
 		}
 	}
 	return nil
+}
+
+// mergeSizes gives the entries of a and b in one map, for checking.
+func mergeSizes(a, b map[string]int) map[string]int {
+	out := maps.Clone(a)
+	if out == nil {
+		out = make(map[string]int)
+	}
+	maps.Copy(out, b)
+	return out
 }
 
 // needs reports whether any of the experiments is chosen.

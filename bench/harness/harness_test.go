@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // TestMain lets the test binary double as the driver process.
@@ -108,6 +110,15 @@ func TestSuite(t *testing.T) {
 			assert.InDelta(t, 1, sh.High+sh.Medium+sh.Low, 1e-9, "%s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
 			assert.Positive(t, sh.Low, "the kernel ran: %s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
 		}
+		if rec.Kind == kindLoaded || rec.Kind == kindWTA {
+			// Each run is a measured span; every request is counted in a phase.
+			assert.Len(t, rec.Measured, cfg.Reps, "%s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
+			n := 0
+			for _, k := range rec.PhaseRequests {
+				n += k
+			}
+			assert.Equal(t, rec.Echo.Sent, n, "%s %s P=%d %s", rec.Kind, rec.Kernel, rec.Procs, rec.Criterion)
+		}
 		if rec.Echo != nil {
 			assert.Positive(t, rec.Echo.Sent, "%s %s", rec.Kind, rec.Grain)
 			assert.Equal(t, rec.Echo.Sent, rec.Echo.Received, "%s %s %s %s P=%d: %s", rec.Kind, rec.Kernel, rec.Grain, rec.System, rec.Procs, rec.Echo.Stopped)
@@ -140,7 +151,13 @@ func TestSuite(t *testing.T) {
 			continue // table5 and stall have no compute time at idle, and table5 no ratio on fairly's rows
 		}
 		for _, r := range tb[2:] {
-			for _, c := range r {
+			for j, c := range r {
+				// The tiny kernels run for microseconds, so hardly a request
+				// is sent while one runs, and only those count (phases.go):
+				// the response times of tables 3 and 4 may be missing.
+				if (i == 2 || i == 3) && echoColumn(tb[0][j]) {
+					continue
+				}
 				assert.NotEqual(t, "—", c, "table %d row %q has a missing measurement", i, r)
 			}
 		}
@@ -154,6 +171,11 @@ func TestSuite(t *testing.T) {
 	assert.Len(t, back.Records, len(res.Records))
 
 	assert.Equal(t, strings.Count(Markdown(res), "\n## "), len(Experiments)-1)
+}
+
+// echoColumn reports whether a table's column holds response times.
+func echoColumn(head string) bool {
+	return strings.HasPrefix(head, "echo") || head == "p99 (ms)" || head == "max (ms)" || slices.Contains(partsHead, head)
 }
 
 // TestTable2Fine runs table2 alone and checks its fine-grained rows: a
@@ -318,9 +340,9 @@ func TestStats(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		rtt = append(rtt, time.Duration(i)*time.Millisecond)
 	}
-	l := latencyOf(rtt, 3)
-	assert.Equal(t, Latency{P50: 100 * time.Millisecond, P99: 198 * time.Millisecond, Max: 200 * time.Millisecond, N: 200, Lost: 3}, l)
-	assert.Equal(t, Latency{Lost: 2}, latencyOf(nil, 2))
+	l := latency.Of(rtt, 3)
+	assert.Equal(t, time.Millisecond*198, l.P99)
+	assert.Equal(t, Latency{Lost: 2}, latency.Of(nil, 2))
 	assert.Equal(t, "0.25", ms(250*time.Microsecond))
 	assert.Equal(t, "12.5", ms(12500*time.Microsecond))
 	assert.Equal(t, "250", ms(250*time.Millisecond))

@@ -354,7 +354,7 @@ func httpPaired(a, b []*Record, f func(a, b *Record) float64) Spread {
 
 // p99ms is a record's p99 in milliseconds, NaN without answers.
 func p99ms(rec *Record) float64 {
-	if l := latency(rec); l.N > 0 {
+	if l := echoLatency(rec); l.N > 0 {
 		return inMs(l.P99)
 	}
 	return math.NaN()
@@ -385,7 +385,7 @@ func httpTable(res *Results) Section {
 			}
 			lat := func(recs []*Record, q func(Latency) time.Duration) Spread {
 				return httpSpread(recs, func(r *Record) float64 {
-					if l := latency(r); l.N > 0 {
+					if l := echoLatency(r); l.N > 0 {
 						return inMs(q(l))
 					}
 					return math.NaN()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // EchoParts splits the network echo's response times into three parts,
@@ -42,8 +43,9 @@ type EchoParts struct {
 }
 
 // partsOf lines up the driver's result with the server's timings by the
-// requests' sequence numbers; nil if nothing lines up.
-func partsOf(res *driver.Result, log []interactive.Timing) *EchoParts {
+// requests' sequence numbers, keeping the requests whose sending time
+// passes keep; nil if nothing lines up.
+func partsOf(res *driver.Result, log []interactive.Timing, keep func(sent int64) bool) *EchoParts {
 	if res == nil {
 		return nil
 	}
@@ -51,7 +53,7 @@ func partsOf(res *driver.Result, log []interactive.Timing) *EchoParts {
 	var all []split
 	for _, t := range log {
 		seq, ok := driver.SeqOf([]byte(t.Head))
-		if !ok || seq >= len(res.SentAt) || res.SentAt[seq] == 0 || res.ReceivedAt[seq] == 0 {
+		if !ok || seq >= len(res.SentAt) || res.SentAt[seq] == 0 || res.ReceivedAt[seq] == 0 || !keep(res.SentAt[seq]) {
 			continue
 		}
 		x := split{
@@ -73,7 +75,7 @@ func partsOf(res *driver.Result, log []interactive.Timing) *EchoParts {
 		for i, x := range all {
 			v[i] = f(x)
 		}
-		l := latencyOf(v, 0) // the same nearest-rank percentiles as response times
+		l := latency.Of(v, 0) // the same nearest-rank percentiles as response times
 		return l.P50, l.P99
 	}
 	p := &EchoParts{Matched: len(all)}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -33,7 +34,8 @@ func TestPartsOf(t *testing.T) {
 	res.SentAt[n], res.ReceivedAt[n] = 9e9, 9e9+1e6 // answered, but not in the server's log
 	log = append(log, interactive.Timing{Head: "garbage"})
 
-	p := partsOf(res, log)
+	all := func(int64) bool { return true }
+	p := partsOf(res, log, all)
 	require.NotNil(t, p)
 	assert.Equal(t, n, p.Matched)
 	assert.Equal(t, 100*time.Microsecond, p.DeliveryP50)
@@ -43,6 +45,46 @@ func TestPartsOf(t *testing.T) {
 	assert.Equal(t, (5*time.Millisecond+100*time.Microsecond)/2, p.TailDelivery)
 	assert.Equal(t, 10*time.Microsecond, p.TailFairly)
 
-	assert.Nil(t, partsOf(nil, log))
-	assert.Nil(t, partsOf(res, nil))
+	assert.Nil(t, partsOf(nil, log, all))
+	assert.Nil(t, partsOf(res, nil, all))
+	early := partsOf(res, log, func(sent int64) bool { return sent < res.SentAt[100] })
+	require.NotNil(t, early)
+	assert.Equal(t, 100, early.Matched, "only the requests keep keeps")
+}
+
+// TestPhases checks the phase of a request by its sending time, and that
+// the tables count only the measured requests.
+func TestPhases(t *testing.T) {
+	spans := []Span{{Start: 100, End: 200}, {Start: 300, End: 400}}
+	for sent, want := range map[int64]string{50: phaseBefore, 100: phaseMeasured, 199: phaseMeasured, 200: phaseBetween,
+		350: phaseMeasured, 400: phaseAfter, 500: phaseAfter} {
+		assert.Equal(t, want, phaseOf(spans, sent), "sent at %d", sent)
+	}
+	assert.Equal(t, phaseMeasured, phaseOf(nil, 5), "without spans every request counts")
+
+	// Five requests, one per phase and two measured: one answered in 1 µs,
+	// one never answered; the one sent between the spans took 9 ms.
+	rec := &Record{Measured: spans, Echo: &driver.Result{
+		Sent: 5, Received: 4,
+		SentAt:     []int64{50, 150, 250, 350, 450},
+		ReceivedAt: []int64{60, 1150, 250 + 9e6, 0, 460},
+		RTT:        []time.Duration{10, 1000, 9e6, 10},
+	}}
+	rec.countPhases()
+	assert.Equal(t, map[string]int{phaseBefore: 1, phaseMeasured: 2, phaseBetween: 1, phaseAfter: 1}, rec.PhaseRequests)
+	l := echoLatency(rec)
+	assert.Equal(t, 1, l.N)
+	assert.Equal(t, 1, l.Lost)
+	assert.Equal(t, time.Microsecond, l.Max, "the slow request between the spans is left out")
+	rec.Measured = nil
+	assert.Equal(t, 9*time.Millisecond, echoLatency(rec).Max, "without spans it counts")
+}
+
+// TestCollectorSpan checks that a span sees a collection made inside it.
+func TestCollectorSpan(t *testing.T) {
+	c := startCollector()
+	goruntime.GC()
+	got := c.stop()
+	assert.GreaterOrEqual(t, got.Cycles, uint32(1))
+	assert.Positive(t, got.LongestPause)
 }

@@ -74,6 +74,7 @@ func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
 		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable, "collector": collectorTable,
+		"prompt": promptTable,
 	}
 	var out []Section
 	for _, name := range slices.Concat(Experiments, OptionalExperiments) {
@@ -128,11 +129,11 @@ func over(base, rec *Record, invert bool) Spread {
 	return spreadOf(ratios(b.Median, times(rec), invert))
 }
 
-func latency(rec *Record) Latency {
+func echoLatency(rec *Record) Latency {
 	if rec == nil || rec.Echo == nil {
 		return Latency{}
 	}
-	return latencyOf(rec.Echo.RTT, rec.Echo.Sent-rec.Echo.Received)
+	return rec.measuredLatency()
 }
 
 func answered(rec *Record) string {
@@ -143,7 +144,7 @@ func answered(rec *Record) string {
 }
 
 func latencyCells(rec *Record) []string {
-	l := latency(rec)
+	l := echoLatency(rec)
 	if l.N == 0 {
 		return []string{"—", "—", "—"}
 	}
@@ -223,7 +224,7 @@ func table3(res *Results) Section {
 	t := table{head: append([]string{"kernel", "P", "fairly (ms)", "T_seq/T", "echo p50 (ms)", "p99 (ms)", "max (ms)", "answered"}, partsHead...)}
 	var floor []string
 	for _, p := range res.Procs {
-		if l := latency(res.find(Record{Kind: kindWTAIdle, Kernel: "idle", Procs: p})); l.N > 0 {
+		if l := echoLatency(res.find(Record{Kind: kindWTAIdle, Kernel: "idle", Procs: p})); l.N > 0 {
 			floor = append(floor, fmt.Sprintf("P=%d p50 %s ms, p99 %s ms, max %s ms", p, ms(l.P50), ms(l.P99), ms(l.Max)))
 		}
 	}
@@ -266,7 +267,7 @@ func table4(res *Results) Section {
 				norm := over(seq, rec, false)
 				e := c.ExpectedStretch()
 				norm = Spread{Median: norm.Median * e, Min: norm.Min * e, Max: norm.Max * e, N: norm.N}
-				l := latency(rec)
+				l := echoLatency(rec)
 				lat := "—"
 				if l.N > 0 {
 					lat = ms(l.P50) + " / " + ms(l.P99)
@@ -297,7 +298,7 @@ func table5(res *Results) Section {
 				}
 				n = rec.Size
 				ratio := "—"
-				if lf, l := latency(fair), latency(rec); sys == sysGoroutines && lf.P99 > 0 && l.N > 0 {
+				if lf, l := echoLatency(fair), echoLatency(rec); sys == sysGoroutines && lf.P99 > 0 && l.N > 0 {
 					ratio = factor(float64(l.P99) / float64(lf.P99))
 				}
 				row := []string{g, fmt.Sprint(p), sys, millis(rec), fmt.Sprint(len(rec.Times))}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"time"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
@@ -152,10 +153,11 @@ func (cfg *Config) graceArgs(args ...string) []string {
 	return args
 }
 
-// startTCPDriver starts a driver replaying script against addr. An
-// open-ended replay runs until stop.
-func (cfg *Config) startTCPDriver(addr, script string) (*driverProc, error) {
-	d := &driverProc{cmd: cfg.Driver(cfg.graceArgs("-addr", addr, "-script", script, "-stop-on-eof", "-results", "-")...), done: make(chan struct{})}
+// startTCPDriver starts a driver replaying script against addr over conns
+// connections. An open-ended replay runs until stop.
+func (cfg *Config) startTCPDriver(addr, script string, conns int) (*driverProc, error) {
+	args := cfg.graceArgs("-addr", addr, "-script", script, "-stop-on-eof", "-results", "-", "-conns", strconv.Itoa(max(1, conns)))
+	d := &driverProc{cmd: cfg.Driver(args...), done: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, &d.stderr
 	var err error
 	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
@@ -239,12 +241,18 @@ type netEcho struct {
 // the pause settle, has been answered, so that what the caller starts next
 // runs while the requests come, however short it is.
 func (cfg *Config) startNetEcho(serve func(net.Listener) *interactive.Server, script string) (*netEcho, error) {
+	return cfg.startNetEchoConns(serve, script, 1)
+}
+
+// startNetEchoConns is startNetEcho with the driver's requests dealt to
+// conns connections in turn.
+func (cfg *Config) startNetEchoConns(serve func(net.Listener) *interactive.Server, script string, conns int) (*netEcho, error) {
 	ln, err := interactive.Listen()
 	if err != nil {
 		return nil, err
 	}
 	e := &netEcho{srv: serve(ln), dumps: cfg.DumpDir}
-	if e.drv, err = cfg.startTCPDriver(ln.Addr().String(), script); err != nil {
+	if e.drv, err = cfg.startTCPDriver(ln.Addr().String(), script, conns); err != nil {
 		return nil, errors.Join(err, e.srv.Close())
 	}
 	deadline := time.Now().Add(30 * time.Second)

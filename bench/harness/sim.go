@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/bench/latency"
 	"github.com/fairlyprompt/fairly/internal/sim"
 )
 
@@ -297,11 +298,11 @@ func (r *simRuns) record(kind, name string, procs int, c Criterion) (*Record, er
 		sr.Stretch, sr.Expected = float64(res.Time)/float64(alone.Time), c.ExpectedStretch()
 	}
 	if len(res.Responses) > 0 { // at a low -sim-rate a short run may see no arrival
-		lat := latencyOf(durations(res.Responses), 0) // nearest-rank percentiles
+		lat := latency.Of(durations(res.Responses), 0) // nearest-rank percentiles
 		p50, p99 := float64(lat.P50), float64(lat.P99)
 		sr.ResponseP50us, sr.ResponseP99us = p50/1e3, p99/1e3
 		sr.ResponseP50Rounds, sr.ResponseP99Rounds = p50/q, p99/q
-		wait := latencyOf(durations(res.Waits), 0)
+		wait := latency.Of(durations(res.Waits), 0)
 		sr.WaitP50us, sr.WaitP99us = float64(wait.P50)/1e3, float64(wait.P99)/1e3
 	}
 	return &Record{Kind: kind, Kernel: name, Procs: procs, Criterion: c.String(), Size: int(k.Size), SimRecord: sr}, nil

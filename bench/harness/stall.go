@@ -113,7 +113,7 @@ func (s *suite) stall(load stallLoad, sys string, procs int) (*Record, error) {
 		}
 	}
 	finish := func(echo *netEcho, waitHogs func() error) error {
-		<-echo.drv.done
+		_ = rec.measure(func() error { <-echo.drv.done; return nil })
 		stop.Store(true)
 		herr := waitHogs()
 		return closeAll(herr, closeEcho(nil, echo, rec))
@@ -256,7 +256,7 @@ func drawStall(res *Results, path string) error {
 		for _, sys := range stallSystems {
 			var pts spreadPoints
 			for x, l := range stallLoads {
-				if lat := latency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
+				if lat := echoLatency(res.find(Record{Kind: kindStall, Kernel: l.name, Procs: procs, System: sys})); lat.N > 0 {
 					pts.add(float64(x)+0.1*(float64(i)-1.5), lg(inMs(lat.P99)), lg(inMs(lat.P50)), lg(inMs(lat.Max)))
 					ys = append(ys, inMs(lat.P50), inMs(lat.Max))
 				}

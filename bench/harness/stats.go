@@ -3,9 +3,11 @@ package harness
 import (
 	"fmt"
 	"math"
-	goruntime "runtime"
+	"runtime/metrics"
 	"slices"
 	"time"
+
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // Spread is the median of some samples with their range.
@@ -62,26 +64,9 @@ func (s Spread) format(decimals int, unit string) string {
 	return fmt.Sprintf("%.*f%s (%.*f–%.*f)", decimals, s.Median, unit, decimals, s.Min, decimals, s.Max)
 }
 
-// Latency summarises response times pooled over the runs of a setting.
-type Latency struct {
-	P50, P99, Max time.Duration
-	N             int
-	// Lost counts requests never answered.
-	Lost int
-}
-
-// latencyOf summarises rtts with nearest-rank percentiles.
-func latencyOf(rtts []time.Duration, lost int) Latency {
-	if len(rtts) == 0 {
-		return Latency{Lost: lost}
-	}
-	s := slices.Clone(rtts)
-	slices.Sort(s)
-	rank := func(q float64) time.Duration {
-		return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
-	}
-	return Latency{P50: rank(0.50), P99: rank(0.99), Max: s[len(s)-1], N: len(s), Lost: lost}
-}
+// Latency summarises response times pooled over the runs of a setting,
+// with the nearest-rank percentiles of package latency.
+type Latency = latency.Summary
 
 // inMs is d in milliseconds, for charts and ratios.
 func inMs(d time.Duration) float64 { return d.Seconds() * 1e3 }
@@ -103,31 +88,74 @@ func ms(d time.Duration) string {
 type Collector struct {
 	Cycles       uint32        `json:"cycles"`
 	PerSecond    float64       `json:"per_second"`
-	LongestPause time.Duration `json:"longest_pause_ns"` // of the last 256 cycles at most
+	LongestPause time.Duration `json:"longest_pause_ns"` // the upper bound of its bucket in runtime/metrics' histogram
+	// OtherPauses counts the stop-the-world pauses for anything but the
+	// collector: in a run of the harness, GOMAXPROCS changes (the harness
+	// reads runtime/metrics, which stops nothing, and not MemStats).
+	OtherPauses uint64 `json:"other_pauses"`
 }
+
+// The runtime/metrics samples a collectorSpan reads. Reading them stops
+// nothing, unlike runtime.ReadMemStats, which stops the world: a reading
+// while an echo is measured must not add a pause of its own.
+const (
+	metricCycles      = "/gc/cycles/total:gc-cycles"
+	metricGCPauses    = "/sched/pauses/total/gc:seconds"
+	metricOtherPauses = "/sched/pauses/total/other:seconds"
+)
 
 // collectorSpan measures the collector between startCollector and stop.
 type collectorSpan struct {
-	start time.Time
-	gcs   uint32
+	start   time.Time
+	samples []metrics.Sample
+}
+
+func readCollector() []metrics.Sample {
+	s := []metrics.Sample{{Name: metricCycles}, {Name: metricGCPauses}, {Name: metricOtherPauses}}
+	metrics.Read(s)
+	return s
 }
 
 func startCollector() collectorSpan {
-	var m goruntime.MemStats
-	goruntime.ReadMemStats(&m)
-	return collectorSpan{start: time.Now(), gcs: m.NumGC}
+	return collectorSpan{start: time.Now(), samples: readCollector()}
 }
 
 func (c collectorSpan) stop() *Collector {
-	var m goruntime.MemStats
-	goruntime.ReadMemStats(&m)
+	end := readCollector()
 	d := time.Since(c.start)
-	out := &Collector{Cycles: m.NumGC - c.gcs}
+	out := &Collector{}
+	if c.samples[0].Value.Kind() == metrics.KindUint64 {
+		out.Cycles = uint32(end[0].Value.Uint64() - c.samples[0].Value.Uint64())
+	}
 	if d > 0 {
 		out.PerSecond = float64(out.Cycles) / d.Seconds()
 	}
-	for i := range min(out.Cycles, uint32(len(m.PauseNs))) {
-		out.LongestPause = max(out.LongestPause, time.Duration(m.PauseNs[(m.NumGC-1-i)%uint32(len(m.PauseNs))]))
+	if before, after, ok := histograms(c.samples[1], end[1]); ok {
+		for i := len(after.Counts) - 1; i >= 0; i-- {
+			if after.Counts[i] > before.Counts[i] {
+				top := after.Buckets[i+1]
+				if math.IsInf(top, 1) {
+					top = after.Buckets[i]
+				}
+				out.LongestPause = time.Duration(top * float64(time.Second))
+				break
+			}
+		}
+	}
+	if before, after, ok := histograms(c.samples[2], end[2]); ok {
+		for i := range after.Counts {
+			out.OtherPauses += after.Counts[i] - before.Counts[i]
+		}
 	}
 	return out
+}
+
+// histograms gives the two readings of a histogram metric, if both are
+// histograms of the same buckets.
+func histograms(a, b metrics.Sample) (*metrics.Float64Histogram, *metrics.Float64Histogram, bool) {
+	if a.Value.Kind() != metrics.KindFloat64Histogram || b.Value.Kind() != metrics.KindFloat64Histogram {
+		return nil, nil, false
+	}
+	ha, hb := a.Value.Float64Histogram(), b.Value.Float64Histogram()
+	return ha, hb, len(ha.Counts) == len(hb.Counts)
 }

@@ -78,6 +78,12 @@ type Record struct {
 	Echo *driver.Result `json:"echo,omitempty"`
 	// EchoParts splits the echo's response times by where they were spent.
 	EchoParts *EchoParts `json:"echo_parts,omitempty"`
+	// Measured are the spans in which the load ran and the harness did
+	// nothing else; only requests sent in them count in the tables
+	// (phases.go). PhaseRequests counts the requests sent in each phase:
+	// measured, before, between and after.
+	Measured      []Span         `json:"measured,omitempty"`
+	PhaseRequests map[string]int `json:"phase_requests,omitempty"`
 	// CPUShares are the fractions of the processor time the runtime spent
 	// at each priority over a run of table1 or table3 (runtime.Stats): the
 	// share the criterion gave the kernel, beside the stretch it caused.
@@ -86,6 +92,8 @@ type Record struct {
 	Collector *Collector `json:"collector,omitempty"`
 	// Throughput is the http experiment's batch: fib computed per second.
 	Throughput float64 `json:"throughput,omitempty"`
+	// PromptSummary is what the prompt experiment measured.
+	*PromptSummary
 	// SimRecord and SimCalibration hold what the sim experiment measured.
 	*SimRecord
 	*SimCalibration
@@ -107,6 +115,10 @@ type Results struct {
 	SimWork  time.Duration `json:"sim_work_ns,omitempty"`
 	StallMiB int           `json:"stall_mib,omitempty"`
 	HTTP     *HTTPConfig   `json:"http,omitempty"`
+	// PromptRate and PromptRequests are the prompt experiment's echo rate
+	// and requests per cell.
+	PromptRate     float64 `json:"prompt_rate,omitempty"`
+	PromptRequests int     `json:"prompt_requests,omitempty"`
 	// Kernels are the kernel names in the order of the tables.
 	Kernels     []string  `json:"kernels"`
 	Experiments []string  `json:"experiments"`
@@ -150,6 +162,7 @@ type suite struct {
 	instances map[string]kernels.Instance // reused across steps: inputs are costly to build
 	tmp       string
 	stallIn   map[string]any // the stall experiment's current input
+	prompt    promptState
 }
 
 // Run runs the experiments of cfg and returns their raw results; Report
@@ -168,6 +181,9 @@ func Run(cfg Config) (*Results, error) {
 		Started: time.Now(), Procs: cfg.Procs, Criteria: cfg.Criteria, Shares: cfg.Shares, Reps: cfg.Reps,
 		EchoRate: cfg.EchoRate, EchoFor: cfg.EchoFor, Experiments: cfg.Experiments, StallMiB: cfg.stallMiB(), SimRate: cfg.simRate(), SimSeed: cfg.simSeed(), SimWork: cfg.simWork(),
 		HTTP: cfg.httpResults(),
+	}
+	if cfg.needs("prompt") {
+		res.PromptRate, res.PromptRequests = cfg.promptRate(), cfg.promptRequests()
 	}
 	for _, k := range cfg.Kernels {
 		res.Kernels = append(res.Kernels, k.Name)
@@ -273,6 +289,9 @@ func (s *suite) plan() []step {
 				}
 			}
 		}
+	}
+	if cfg.needs("prompt") {
+		steps = append(steps, s.promptSteps()...)
 	}
 	if cfg.needs("http") {
 		steps = append(steps, s.httpSteps()...)
@@ -412,7 +431,9 @@ func (s *suite) busy(kind string, k kernels.Kernel, procs int, c Criterion, with
 	if withSink {
 		snk = kernels.StartSink(rt, p.mid)
 	}
-	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) {
+		return s.timedBeside(echo, rec, inst, func() error { return kernels.RunVersion(rt, p.lo, inst.Fairly) })
+	})
 	rec.CPUShares = p.shares(rt.Stats())
 	err = closeEcho(err, echo, rec)
 	return rec, closeAll(err, snk.Close(), rt.Close())
@@ -434,12 +455,18 @@ func (s *suite) wtaIdle(procs int) (*Record, error) {
 // echoOn starts a runtime of procs workers under criterion c and a network
 // echo on it, at the high priority, with a driver replaying script.
 func (s *suite) echoOn(procs int, c Criterion, script string) (prios, *runtime.Runtime, *netEcho, error) {
+	return s.echoOnConns(procs, c, script, 1)
+}
+
+// echoOnConns is echoOn with the driver's requests dealt to conns
+// connections in turn.
+func (s *suite) echoOnConns(procs int, c Criterion, script string, conns int) (prios, *runtime.Runtime, *netEcho, error) {
 	p := newPrios()
 	rt, err := p.runtime(procs, c)
 	if err != nil {
 		return p, nil, nil, err
 	}
-	echo, err := s.cfg.startNetEcho(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, script)
+	echo, err := s.cfg.startNetEchoConns(func(ln net.Listener) *interactive.Server { return interactive.ServeNet(rt, p.hi, ln) }, script, conns)
 	if err != nil {
 		return p, nil, nil, closeAll(err, rt.Close())
 	}
@@ -466,11 +493,11 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	case grainCoarse:
 		inst = kernels.NewFib(n, coarseCutoff)
 	}
-	compute := func(echo *netEcho, run func() (time.Duration, error)) error {
+	compute := func(echo *netEcho, run func() error) error {
 		var err error
 		if inst != nil {
 			gc := startCollector()
-			rec.Times, err = until(echo.drv.done, run)
+			rec.Times, err = untilChecked(echo.drv.done, rec, inst, run)
 			rec.Collector = gc.stop()
 		}
 		if err == nil {
@@ -484,7 +511,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, compute(echo, func() (time.Duration, error) { return goroutinesRun(inst) })
+			return struct{}{}, compute(echo, func() error { inst.Goroutines(); return nil })
 		})
 		return rec, err
 	}
@@ -497,7 +524,7 @@ func (s *suite) fibEcho(kind, g, sys string, procs int) (*Record, error) {
 	if g == grainSpawn {   // the collector experiment's Spawn setting
 		version = inst.Fairly
 	}
-	err = compute(echo, func() (time.Duration, error) { return versionRun(rt, p.lo, inst, version) })
+	err = compute(echo, func() error { return kernels.RunVersion(rt, p.lo, version) })
 	return rec, closeAll(err, rt.Close())
 }
 
@@ -520,9 +547,10 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 	}
 	snk := kernels.StartSink(rt, p.mid)
 	term := thread.Go(rt, p.hi, func(c *thread.Ctx) error { return interactive.TermEcho(c, requests, echoes) })
-	rec.Times, err = until(drv.done, func() (time.Duration, error) { return fairlyRun(rt, p.lo, inst) })
+	rec.Times, err = untilChecked(drv.done, rec, inst, func() error { return kernels.RunVersion(rt, p.lo, inst.Fairly) })
 	var ferr error
 	rec.Echo, ferr = drv.finish()
+	rec.countPhases()
 	echoErr, werr := term.Wait() // the driver is gone, so its requests end
 	return rec, closeAll(err, ferr, echoErr, werr, requests.Close(), echoes.Close(), snk.Close(), rt.Close())
 }
@@ -532,7 +560,8 @@ func (s *suite) share(share float64, procs int) (*Record, error) {
 func closeEcho(err error, echo *netEcho, rec *Record) error {
 	res, ferr := echo.finish()
 	rec.Echo = res
-	rec.EchoParts = partsOf(res, echo.srv.Timings())
+	rec.countPhases()
+	rec.EchoParts = partsOf(res, echo.srv.Timings(), rec.measured)
 	return closeAll(err, ferr)
 }
 

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -105,14 +106,22 @@ type Timing struct {
 // timingHead is how much of a line a Timing keeps.
 const timingHead = 16
 
-// timings collects the Timings of a server's connections.
+// timings collects the Timings of a server's connections. echoed and
+// lastRead let a harness watch the echo without copying the list (and so
+// without allocating) while it runs.
 type timings struct {
-	mu   sync.Mutex
-	list []Timing
+	mu       sync.Mutex
+	list     []Timing
+	echoed   atomic.Int64 // len(list)
+	lastRead atomic.Int64 // the largest Read in list
 }
 
 func (t *timings) add(x Timing) {
 	t.mu.Lock()
 	t.list = append(t.list, x)
+	t.echoed.Store(int64(len(t.list)))
+	if x.Read > t.lastRead.Load() {
+		t.lastRead.Store(x.Read)
+	}
 	t.mu.Unlock()
 }

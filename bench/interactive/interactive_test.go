@@ -156,3 +156,27 @@ func TestServeNetGoroutines(t *testing.T) {
 	_, err = net.Dial("tcp", s.Addr().String())
 	assert.Error(t, err, "closed listener refuses connections")
 }
+
+// TestServerCounters checks Echoed and LastRead against Timings.
+func TestServerCounters(t *testing.T) {
+	ln, err := Listen()
+	require.NoError(t, err)
+	s := ServeNetGoroutines(ln)
+	defer s.Close()
+	assert.Zero(t, s.Echoed())
+	assert.Zero(t, s.LastRead())
+	conn, err := net.Dial("tcp", s.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for range 3 {
+		_, err := conn.Write([]byte("00000001 hello\n"))
+		require.NoError(t, err)
+		_, err = r.ReadString('\n')
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return s.Echoed() == 3 }, timeout, pollEvery)
+	log := s.Timings()
+	assert.Len(t, log, 3)
+	assert.Equal(t, log[2].Read, s.LastRead())
+}

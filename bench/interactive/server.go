@@ -117,6 +117,16 @@ func (s *Server) Timings() []Timing {
 	return slices.Clone(s.log.list)
 }
 
+// Echoed counts the lines echoed so far, as Timings would, without
+// copying them.
+func (s *Server) Echoed() int64 { return s.log.echoed.Load() }
+
+// LastRead is the latest Timing.Read of the lines echoed so far (wall-clock
+// Unix ns), 0 before the first. A connection's lines are read and echoed in
+// order, so once LastRead is at or after t, every line of that connection
+// read before t has been echoed.
+func (s *Server) LastRead() int64 { return s.log.lastRead.Load() }
+
 // Accepted counts the connections accepted so far.
 func (s *Server) Accepted() int64 { return s.accepted.Load() }
 

@@ -21,11 +21,13 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/harness"
@@ -86,7 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // suite runs the suite of cfg, prints its tables on stdout and writes the
 // report folder out.
 func suite(args []string, cfg *harness.Config, out string, progress bool, stdout, stderr io.Writer) error {
-	if progress {
+	if progress && !isTerminal(stderr) {
+		cfg.Progress = stepLines(stderr)
+	} else if progress {
 		var bar *progressbar.ProgressBar
 		cfg.Progress = func(done, total int, next string) {
 			if bar == nil {
@@ -105,7 +109,7 @@ func suite(args []string, cfg *harness.Config, out string, progress bool, stdout
 	loadBefore := loadAverage()
 	res, err := harness.Run(*cfg)
 	if err != nil {
-		if progress {
+		if progress && isTerminal(stderr) {
 			fmt.Fprintln(stderr) // end the progress bar's line
 		}
 		return err
@@ -116,6 +120,26 @@ func suite(args []string, cfg *harness.Config, out string, progress bool, stdout
 	}
 	fmt.Fprintf(stderr, "fairbench: report written to %s/report.md\n", out)
 	return nil
+}
+
+// isTerminal reports whether w is a terminal: the progress bar redraws
+// its line with carriage returns, which only a terminal shows as one line.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// stepLines is the progress report for a file or a pipe: one line as each
+// step starts, and one at the end.
+func stepLines(w io.Writer) func(done, total int, next string) {
+	start := time.Now()
+	return func(done, total int, next string) {
+		if next == "" {
+			fmt.Fprintf(w, "fairbench: %d steps done in %v\n", total, time.Since(start).Round(time.Second))
+			return
+		}
+		fmt.Fprintf(w, "fairbench: [%d/%d] %s\n", done+1, total, next)
+	}
 }
 
 // maxNice is the largest niceness Unix knows; -maxNice-1 the smallest.
@@ -133,15 +157,18 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fairbench [flags]\n\nRuns fairly's benchmark suite and writes a report.\n"+
-			"Kernels: %s. Experiments: %s (all); optional: %s.\n\n", strings.Join(names, ", "), strings.Join(harness.Experiments, ", "),
-			strings.Join(harness.OptionalExperiments, ", "))
+			"Kernels: %s. Experiments: %s (all); optional: %s.\n"+
+			"The prompt experiment (-experiments prompt) runs the echo beside every kernel of -kernels at its default size and the loads %s\n"+
+			"(also named in -kernels; all: every kernel and load), under the criteria 100-0-0, 50-0-50, 50-25-25, 5-45-50 (or -criteria when given).\n\n",
+			strings.Join(names, ", "), strings.Join(harness.Experiments, ", "),
+			strings.Join(harness.OptionalExperiments, ", "), strings.Join(harness.PromptLoads, ", "))
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", true, "quick suite: small sizes, 3 repetitions, 2s echo replays")
 	full := fs.Bool("full", false, "full suite: the kernels' default sizes (about 1s sequential), 5 repetitions, 10s echo replays")
-	kernelList := fs.String("kernels", "all", "comma-separated kernels, or all")
+	kernelList := fs.String("kernels", "all", "comma-separated kernels (and for the prompt experiment loads), or all")
 	procList := fs.String("procs", "1,2", fmt.Sprintf("comma-separated processor counts, each 1 to %d", harness.MaxProcs))
-	critList := fs.String("criteria", "50-0-50,50-25-25", "comma-separated criteria HIGH-MEDIUM-LOW (percent) for table1, table4 and fig8")
+	critList := fs.String("criteria", "50-0-50,50-25-25", "comma-separated criteria HIGH-MEDIUM-LOW (percent) for table1, table4 and fig8; when given, also the prompt experiment's")
 	shareList := fs.String("shares", "50,25,5", "comma-separated interactive shares (percent) for fig9")
 	sizeList := fs.String("size", "", "kernel sizes: name=N,... and/or one of the presets quick, default, paper")
 	reps := fs.Int("reps", 0, fmt.Sprintf("repetitions of each kernel measurement, 1 to %d (default 3 quick, 5 full)", harness.MaxReps))
@@ -156,6 +183,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	progress := fs.Bool("progress", true, "show a progress bar on standard error")
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
+	promptRate := fs.Float64("prompt-rate", harness.DefaultPromptRate, fmt.Sprintf("echo requests per second of the prompt experiment, above 0 and at most %d", harness.MaxEchoRate))
+	promptRequests := fs.Int("prompt-requests", harness.DefaultPromptRequests, "requests each cell of the prompt experiment measures at least, 1 to 1000000")
 	httpRate := fs.Float64("http-rate", 200, fmt.Sprintf("requests per second of the http experiment, above 0 and at most %d", harness.MaxEchoRate))
 	httpFor := fs.Duration("http-for", 5*time.Second, "length of each run of the http experiment")
 	httpKiB := fs.Int("http-kib", 256, fmt.Sprintf("KiB each request of the http experiment hashes, 1 to %d", harness.MaxHTTPKiB))
@@ -167,7 +196,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	if err := cli.First(cli.Between("http-rate", *httpRate, 1e-3, harness.MaxEchoRate), cli.Between("sim-rate", *simRate, 1e-3, harness.MaxEchoRate),
 		cli.Between("sim-work", *simWork, time.Millisecond, harness.MaxSimWork),
-		cli.Between("http-for", *httpFor, time.Millisecond, harness.MaxEchoFor), cli.Between("http-kib", *httpKiB, 1, harness.MaxHTTPKiB)); err != nil {
+		cli.Between("http-for", *httpFor, time.Millisecond, harness.MaxEchoFor), cli.Between("http-kib", *httpKiB, 1, harness.MaxHTTPKiB),
+		cli.Between("prompt-rate", *promptRate, 1e-3, harness.MaxEchoRate), cli.Between("prompt-requests", *promptRequests, 1, 1_000_000)); err != nil {
 		return nil, "", false, err
 	}
 	if *out == "" {
@@ -180,7 +210,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 		*quick = false
 	}
 	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, SimSeed: *simSeed, SimWork: *simWork, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
-		HTTP: harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB}}
+		HTTP:       harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB},
+		PromptRate: *promptRate, PromptRequests: *promptRequests}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
 		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"
@@ -192,9 +223,11 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 		cfg.EchoFor = defaultFor
 	}
 	var err error
-	if cfg.Kernels, err = parseKernels(*kernelList); err != nil {
+	if cfg.Kernels, cfg.PromptLoads, err = parseKernels(*kernelList); err != nil {
 		return nil, "", false, err
 	}
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if cfg.Procs, err = parseList("procs", *procList, parseInt); err != nil {
 		return nil, "", false, err
 	}
@@ -206,6 +239,14 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	if cfg.Sizes, err = parseSizes(*sizeList, preset); err != nil {
 		return nil, "", false, err
+	}
+	// The prompt experiment runs the kernels at their default sizes, and
+	// at its own criteria, unless -size or -criteria say otherwise.
+	if given["size"] {
+		cfg.PromptSizes = cfg.Sizes
+	}
+	if given["criteria"] {
+		cfg.PromptCriteria = cfg.Criteria
 	}
 	if *expList == "all" {
 		cfg.Experiments = harness.Experiments
@@ -259,11 +300,27 @@ func parseFloat(s string) (float64, error) {
 	return x, nil
 }
 
-func parseKernels(s string) ([]kernels.Kernel, error) {
+// parseKernels reads -kernels: kernels, and the prompt experiment's loads
+// (harness.PromptLoads); "all" is every kernel and every load.
+func parseKernels(s string) ([]kernels.Kernel, []string, error) {
 	if s == "all" {
-		return kernels.All(), nil
+		return kernels.All(), harness.PromptLoads, nil
 	}
-	return parseList("kernels", s, kernels.Lookup)
+	var ks []kernels.Kernel
+	var loads []string
+	_, err := parseList("kernels", s, func(name string) (struct{}, error) {
+		if slices.Contains(harness.PromptLoads, name) {
+			loads = append(loads, name)
+			return struct{}{}, nil
+		}
+		k, err := kernels.Lookup(name)
+		if err != nil {
+			return struct{}{}, fmt.Errorf("%w (nor a load of the prompt experiment: %s)", err, strings.Join(harness.PromptLoads, ", "))
+		}
+		ks = append(ks, k)
+		return struct{}{}, nil
+	})
+	return ks, loads, err
 }
 
 // parseSizes reads "name=N,..." with optional presets; preset applies
@@ -336,6 +393,14 @@ func header(args []string, cfg *harness.Config, loadBefore, loadAfter string) st
 		sizes = append(sizes, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.Sizes[k.Name]))
 	}
 	fmt.Fprintf(&b, "Sizes: %s  \n", strings.Join(sizes, ", "))
+	if slices.Contains(cfg.Experiments, "prompt") {
+		var ps []string
+		for _, k := range cfg.Kernels {
+			ps = append(ps, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.PromptSize(k)))
+		}
+		fmt.Fprintf(&b, "Prompt experiment: sizes %s; loads %s; %g requests/s, at least %d a cell  \n",
+			strings.Join(ps, ", "), strings.Join(cfg.PromptLoads, ", "), cfg.PromptRate, cfg.PromptRequests)
+	}
 	fmt.Fprintf(&b, "Repetitions: %d; echo: %g requests/s from a separate driver process  \n", cfg.Reps, cfg.EchoRate)
 	b.WriteString("P is the number of fairly workers, or the GOMAXPROCS of plain goroutines " +
 		"(fairly's runtime keeps one more P for wake-ups unless runtime.Config.KeepGOMAXPROCS is set).\n\n")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
+	"github.com/fairlyprompt/fairly/bench/harness"
 	"github.com/fairlyprompt/fairly/bench/kernels"
 )
 
@@ -35,6 +36,9 @@ func TestRunTiny(t *testing.T) {
 	assert.Contains(t, out.String(), "## Table 5")
 	assert.NotContains(t, out.String(), "## Table 1")
 	assert.Contains(t, errOut.String(), "report written")
+	// Standard error is no terminal here: one line per step, no redrawn bar.
+	assert.NotContains(t, errOut.String(), "\r")
+	assert.Contains(t, errOut.String(), "fairbench: [1/")
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "Command: `fairbench -kernels fib,uts")
@@ -79,6 +83,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-stall-mib", "-1"}, "stall input -1 MiB is not in 1..1024"},
 		{[]string{"-driver-nice", "50"}, "-driver-nice 50 is not between -20 and 19"},
 		{[]string{"-out", ""}, "-out is empty"},
+		{[]string{"-prompt-rate", "0"}, "-prompt-rate 0 is not between"},
+		{[]string{"-prompt-requests", "0"}, "-prompt-requests 0 is not between"},
+		{[]string{"-experiments", "prompt", "-kernels", "batch+9go"}, `-kernels: unknown kernel "batch+9go"`},
+		{[]string{"-experiments", "table1", "-kernels", "alloc"}, "no kernel chosen"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-procs"}, "flag needs an argument: -procs"},
 		{[]string{"-reps", "many"}, `invalid value "many" for flag -reps`},
@@ -101,6 +109,7 @@ func TestHelp(t *testing.T) {
 		assert.Equal(t, 0, run([]string{h}, &out, &errOut), h)
 		assert.Contains(t, errOut.String(), "usage: fairbench [flags]", h)
 		assert.Contains(t, errOut.String(), "-experiments", h)
+		assert.Contains(t, errOut.String(), "prompt", h)
 		assert.Empty(t, out.String(), h)
 	}
 }
@@ -135,4 +144,30 @@ func TestPresets(t *testing.T) {
 	assert.Equal(t, fib.DefaultSize, cfg.Sizes["fib"])
 	assert.Equal(t, 5, cfg.Sizes["sort"])
 	assert.Greater(t, cfg.EchoFor, 2*time.Second)
+}
+
+// TestPromptFlags checks how the flags set the prompt experiment: -kernels
+// names kernels and loads, and -criteria and -size apply only when given.
+func TestPromptFlags(t *testing.T) {
+	var errOut bytes.Buffer
+	cfg, _, progress, err := parseFlags([]string{"-experiments", "prompt", "-kernels", "bfs,batch+2go", "-procs", "2", "-progress=false"}, &errOut)
+	require.NoError(t, err)
+	assert.False(t, progress)
+	require.Len(t, cfg.Kernels, 1)
+	assert.Equal(t, "bfs", cfg.Kernels[0].Name)
+	assert.Equal(t, []string{"batch+2go"}, cfg.PromptLoads)
+	assert.Nil(t, cfg.PromptCriteria, "the experiment's own criteria")
+	assert.Nil(t, cfg.PromptSizes, "the kernels' default sizes")
+	assert.Equal(t, []int{2}, cfg.Procs)
+	assert.Equal(t, float64(harness.DefaultPromptRate), cfg.PromptRate)
+	assert.Equal(t, harness.DefaultPromptRequests, cfg.PromptRequests)
+
+	cfg, _, _, err = parseFlags([]string{"-experiments", "prompt", "-criteria", "50-0-50", "-size", "bfs=1000", "-prompt-rate", "300", "-prompt-requests", "5000"}, &errOut)
+	require.NoError(t, err)
+	assert.Equal(t, []harness.Criterion{{50, 0, 50}}, cfg.PromptCriteria)
+	assert.Equal(t, 1000, cfg.PromptSizes["bfs"])
+	assert.Equal(t, harness.PromptLoads, cfg.PromptLoads, "all: every kernel and every load")
+	assert.Len(t, cfg.Kernels, len(kernels.All()))
+	assert.Equal(t, 300.0, cfg.PromptRate)
+	assert.Equal(t, 5000, cfg.PromptRequests)
 }

@@ -1,0 +1,476 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/fairlyprompt/fairly/bench/interactive"
+	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
+)
+
+// The prompt experiment settles promptness in one run: a network echo at
+// high priority beside one load per cell, under each criterion, with enough
+// requests per cell for a p99 and a p99.9 to mean something. A time sink
+// runs at medium priority where the criterion gives medium a share (a sink
+// beside a medium share of 0 would take the low priority's leftovers, and
+// 100-0-0 would starve the kernel). Each processor count starts with the
+// echo alone, the floor every cell is divided by.
+
+// Kinds of the prompt experiment's records.
+const (
+	kindPrompt     = "prompt"
+	kindPromptIdle = "prompt-idle"
+)
+
+// PromptCriteria are the prompt experiment's criteria unless
+// Config.PromptCriteria chooses others.
+var PromptCriteria = []Criterion{{100, 0, 0}, {50, 0, 50}, {50, 25, 25}, {5, 45, 50}}
+
+// Defaults of the prompt experiment.
+const (
+	// DefaultPromptRate is its echo rate: 2000 requests in 2.5 s, over
+	// promptConns connections.
+	DefaultPromptRate = 800
+	// promptConns is the number of the driver's connections, 50 requests/s
+	// each at the default rate, the suite's rate for one echo. A
+	// connection's lines are echoed one after another, each through an
+	// Await, so a late wake-up delays every line queued behind it; over one
+	// connection at this rate the echo measured its own queue rather than
+	// the wake-up of each line (bench/README.md, the prompt experiment).
+	promptConns = 16
+	// DefaultPromptRequests is how many requests each cell measures at
+	// least.
+	DefaultPromptRequests = 2000
+	// promptAllocMiB is the size of the alloc load's fresh slice.
+	promptAllocMiB = 8
+)
+
+// PromptLoads are the prompt experiment's loads other than the kernels,
+// in the order of its table. Each runs at low priority:
+//   - alloc: one thread per worker repeating a library call with no
+//     preemption point that allocates: a fresh copy of 8 MiB, hashed.
+//   - batch: one thread running thread.Fork2's fib(32) over and over.
+//   - batch+1go, batch+2go: the batch thread, and one or two ordinary
+//     goroutines outside fairly computing SHA-256 in a loop, as a real
+//     program's other goroutines do.
+var PromptLoads = []string{"alloc", "batch", "batch+1go", "batch+2go"}
+
+// promptGoroutines is the number of ordinary goroutines beside a batch load.
+func promptGoroutines(load string) int {
+	switch load {
+	case "batch+1go":
+		return 1
+	case "batch+2go":
+		return 2
+	}
+	return 0
+}
+
+// PromptSummary is what a prompt record reports of its measured requests,
+// flat in results.json beside the record's kind, kernel (or load), procs
+// and criterion. Times are in milliseconds.
+type PromptSummary struct {
+	// Load repeats the record's kernel field: a kernel's name or one of
+	// PromptLoads.
+	Load     string  `json:"load"`
+	Requests int     `json:"requests"`
+	Lost     int     `json:"lost"`
+	P50      float64 `json:"p50_ms"`
+	P99      float64 `json:"p99_ms"`
+	P999     float64 `json:"p999_ms"`
+	Max      float64 `json:"max_ms"`
+	// IdleP99 is the p99 of the echo alone at the same procs in the same
+	// run; Ratio is P99 over it.
+	IdleP99 float64 `json:"idle_p99_ms"`
+	Ratio   float64 `json:"ratio"`
+	// The parts' p99s (EchoParts).
+	DeliveryP99 float64 `json:"delivery_p99_ms"`
+	FairlyP99   float64 `json:"fairly_p99_ms"`
+	ReplyP99    float64 `json:"reply_p99_ms"`
+	// GCCycles and GCMaxPause are the collector's cycles and longest
+	// stop-the-world pause in the measured span.
+	GCCycles   uint32  `json:"gc_cycles"`
+	GCMaxPause float64 `json:"gc_max_pause_ms"`
+	// GOMAXPROCSChanges counts the stop-the-world pauses other than the
+	// collector's in the measured span: changes of GOMAXPROCS, the only
+	// other cause in a run of the harness (Collector.OtherPauses).
+	GOMAXPROCSChanges uint64 `json:"gomaxprocs_changes"`
+}
+
+// promptRate and promptRequests are the experiment's settings or their
+// defaults.
+func (c *Config) promptRate() float64 {
+	if c.PromptRate > 0 {
+		return c.PromptRate
+	}
+	return DefaultPromptRate
+}
+
+func (c *Config) promptRequests() int {
+	if c.PromptRequests > 0 {
+		return c.PromptRequests
+	}
+	return DefaultPromptRequests
+}
+
+func (c *Config) promptCriteria() []Criterion {
+	if len(c.PromptCriteria) > 0 {
+		return c.PromptCriteria
+	}
+	return PromptCriteria
+}
+
+// PromptSize is the size of a kernel in the prompt experiment: its
+// default unless PromptSizes says otherwise.
+func (c *Config) PromptSize(k kernels.Kernel) int {
+	if n, ok := c.PromptSizes[k.Name]; ok {
+		return n
+	}
+	return k.DefaultSize
+}
+
+// promptBatchFib is the n of the batch thread's fib: fib's size in the
+// experiment.
+func (c *Config) promptBatchFib() int {
+	k, err := kernels.Lookup("fib")
+	if err != nil {
+		panic(err) // the kernels package always has fib
+	}
+	return c.PromptSize(k)
+}
+
+// promptSteps are the experiment's cells: at each processor count the
+// idle echo first, then every load under every criterion.
+func (s *suite) promptSteps() []step {
+	var steps []step
+	add := func(name string, run func() (*Record, error)) { steps = append(steps, step{name: name, run: run}) }
+	for _, p := range s.cfg.Procs {
+		add(fmt.Sprintf("prompt idle P=%d", p), func() (*Record, error) { return s.promptIdle(p) })
+		for _, k := range s.cfg.Kernels {
+			for _, c := range s.cfg.promptCriteria() {
+				add(fmt.Sprintf("prompt %s %v P=%d", k.Name, c, p), func() (*Record, error) { return s.promptKernel(k, p, c) })
+			}
+		}
+		for _, l := range s.cfg.PromptLoads {
+			for _, c := range s.cfg.promptCriteria() {
+				add(fmt.Sprintf("prompt %s %v P=%d", l, c, p), func() (*Record, error) { return s.promptLoad(l, p, c) })
+			}
+		}
+	}
+	return steps
+}
+
+// promptScriptFor bounds a cell's replay: far longer than a cell lasts, and
+// within the driver's million requests at MaxEchoRate.
+const promptScriptFor = 90 * time.Second
+
+// promptScript is the open-ended trace of a prompt cell at the
+// experiment's rate.
+func (c *Config) promptScript() string {
+	return fmt.Sprintf("pause %v; payload 64; rate %g/s for %v", settle, c.promptRate(), promptScriptFor)
+}
+
+// enough reports whether the echo has answered the cell's requests since
+// it had answered from: the target, and a margin for those that were
+// sent before the load started (up to one a connection in flight) or
+// were left unanswered.
+func (c *Config) enough(srv *interactive.Server, from int64) bool {
+	return srv.Echoed()-from >= c.enoughEchoes()
+}
+
+// enoughEchoes is the count enough waits for.
+func (c *Config) enoughEchoes() int64 {
+	n := int64(c.promptRequests())
+	return n + n/50 + promptConns
+}
+
+// waitEnough sleeps until enough (above) holds: first for the time the
+// requests take at the rate, then in short steps. Nothing else of the
+// harness runs meanwhile.
+func (c *Config) waitEnough(srv *interactive.Server, from int64) {
+	time.Sleep(time.Duration(float64(c.enoughEchoes()) / c.promptRate() * float64(time.Second)))
+	for !c.enough(srv, from) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// promptIdle is the echo alone on a runtime of procs workers, criterion
+// 100-0-0: the floor of the cells at procs.
+func (s *suite) promptIdle(procs int) (*Record, error) {
+	c := Criterion{100, 0, 0}
+	rec := &Record{Kind: kindPromptIdle, Kernel: "idle", Procs: procs, Criterion: c.String()}
+	_, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
+	if err != nil {
+		return nil, err
+	}
+	gc := startCollector()
+	from := echo.srv.Echoed()
+	_ = rec.measure(func() error { s.cfg.waitEnough(echo.srv, from); return nil })
+	rec.Collector = gc.stop()
+	err = closeAll(closeEcho(nil, echo, rec), rt.Close())
+	s.promptSummary(rec)
+	if s.prompt.idleP99 == nil {
+		s.prompt.idleP99 = make(map[int]float64)
+	}
+	s.prompt.idleP99[procs] = rec.PromptSummary.P99
+	return rec, err
+}
+
+// promptKernel is a cell of a kernel: it repeats at low priority until
+// the echo has answered the cell's requests, and its last run's result is
+// checked once the echo has ended.
+func (s *suite) promptKernel(k kernels.Kernel, procs int, c Criterion) (*Record, error) {
+	n := s.cfg.PromptSize(k)
+	if s.prompt.kernel != k.Name || s.prompt.size != n {
+		s.prompt.inst = nil // one input alive at a time
+		s.prompt.inst, s.prompt.kernel, s.prompt.size = k.New(n), k.Name, n
+	}
+	inst := s.prompt.inst
+	rec := &Record{Kind: kindPrompt, Kernel: k.Name, Size: n, Procs: procs, Criterion: c.String()}
+	err := s.promptCell(rec, procs, c, func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error {
+		// One span for the whole loop: between two runs the harness only
+		// notes the time (room made in advance) and reads a counter.
+		rec.Times = make([]time.Duration, 0, 1024)
+		return rec.measure(func() error {
+			for {
+				start := time.Now()
+				if err := kernels.RunVersion(rt, lo, inst.Fairly); err != nil {
+					return err
+				}
+				rec.Times = append(rec.Times, time.Since(start))
+				if s.cfg.enough(srv, from) {
+					return nil
+				}
+			}
+		})
+	})
+	if err == nil {
+		err = inst.Check()
+	}
+	return rec, err
+}
+
+// promptLoad is a cell of one of PromptLoads.
+func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error) {
+	rec := &Record{Kind: kindPrompt, Kernel: load, Procs: procs, Criterion: c.String()}
+	var stop atomic.Bool
+	var in []byte // alloc's input, made before the echo starts
+	if load == "alloc" {
+		in = bytes.Repeat([]byte("fairly prompt "), promptAllocMiB<<20/14)
+	}
+	err := s.promptCell(rec, procs, c, func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error {
+		var hs []*thread.Handle[error]
+		var wg sync.WaitGroup
+		if load == "alloc" {
+			for range procs {
+				hs = append(hs, thread.Go(rt, lo, func(*thread.Ctx) error {
+					for !stop.Load() {
+						sha256.Sum256(bytes.Clone(in)) // a fresh slice every call
+					}
+					return nil
+				}))
+			}
+		} else {
+			rec.Size = s.cfg.promptBatchFib()
+			fib := kernels.NewFib(rec.Size, 1)
+			hs = append(hs, thread.Go(rt, lo, func(c *thread.Ctx) error {
+				for !stop.Load() {
+					fib.Forked(c)
+				}
+				return fib.Check()
+			}))
+			for range promptGoroutines(load) {
+				wg.Go(func() {
+					buf := make([]byte, 64<<10)
+					for !stop.Load() {
+						buf[0] = sha256.Sum256(buf)[0]
+					}
+				})
+			}
+		}
+		_ = rec.measure(func() error { s.cfg.waitEnough(srv, from); return nil })
+		stop.Store(true)
+		wg.Wait()
+		var errs []error
+		for _, h := range hs {
+			e, werr := h.Wait()
+			errs = append(errs, e, werr)
+		}
+		return closeAll(errs...)
+	})
+	return rec, err
+}
+
+// cellLoad runs a cell's load on rt at priority lo (see promptCell).
+type cellLoad func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error
+
+// promptCell runs one cell: a runtime of procs workers under c, the echo
+// at high priority, a sink at medium if c gives medium a share, and load,
+// which must record its measured spans in rec and return once the echo has
+// answered enough requests since from (Server.Echoed). It fills rec's echo,
+// collector and summary.
+func (s *suite) promptCell(rec *Record, procs int, c Criterion, load cellLoad) error {
+	p, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
+	if err != nil {
+		return err
+	}
+	var snk *kernels.Sink
+	if c[1] > 0 {
+		snk = kernels.StartSink(rt, p.mid)
+	}
+	gc := startCollector()
+	err = load(rt, p.lo, echo.srv, echo.srv.Echoed())
+	rec.Collector = gc.stop()
+	err = closeAll(err, snk.Close(), closeEcho(nil, echo, rec), rt.Close())
+	s.promptSummary(rec)
+	return err
+}
+
+// promptSummary fills rec.PromptSummary from its measured requests.
+func (s *suite) promptSummary(rec *Record) {
+	l := echoLatency(rec)
+	sum := &PromptSummary{Load: rec.Kernel, Requests: l.N, Lost: l.Lost, P50: inMs(l.P50), P99: inMs(l.P99), P999: inMs(l.P999), Max: inMs(l.Max)}
+	if rec.Kind == kindPrompt {
+		sum.IdleP99 = s.prompt.idleP99[rec.Procs]
+		if sum.IdleP99 > 0 {
+			sum.Ratio = sum.P99 / sum.IdleP99
+		}
+	}
+	if p := rec.EchoParts; p != nil {
+		sum.DeliveryP99, sum.FairlyP99, sum.ReplyP99 = inMs(p.DeliveryP99), inMs(p.FairlyP99), inMs(p.ReplyP99)
+	}
+	if gc := rec.Collector; gc != nil {
+		sum.GCCycles, sum.GCMaxPause, sum.GOMAXPROCSChanges = gc.Cycles, inMs(gc.LongestPause), gc.OtherPauses
+	}
+	rec.PromptSummary = sum
+}
+
+// promptState is what the experiment's cells share.
+type promptState struct {
+	inst    kernels.Instance // the current kernel's input, at its size
+	kernel  string
+	size    int
+	idleP99 map[int]float64 // by procs
+}
+
+// promptTable is the experiment's table: one row per cell.
+func promptTable(res *Results) Section {
+	t := table{head: []string{"load", "P", "criterion", "requests", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "idle p99 (ms)", "p99 ÷ idle",
+		"p99 delivery / fairly / reply (ms)", "GC cycles", "longest GC pause (ms)", "GOMAXPROCS changes", "requests before / measured / after"}}
+	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
+	for _, rec := range res.Records {
+		sum := rec.PromptSummary
+		if sum == nil || (rec.Kind != kindPrompt && rec.Kind != kindPromptIdle) {
+			continue
+		}
+		ratio, idle := "—", "—"
+		if sum.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f×", sum.Ratio)
+		}
+		if sum.IdleP99 > 0 {
+			idle = f(sum.IdleP99)
+		}
+		crit := rec.Criterion
+		if rec.Kind == kindPromptIdle {
+			crit = "—"
+		}
+		ph := rec.PhaseRequests
+		t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, fmt.Sprint(sum.Requests), f(sum.P50), f(sum.P99), f(sum.P999), f(sum.Max), idle, ratio,
+			fmt.Sprintf("%s / %s / %s", f(sum.DeliveryP99), f(sum.FairlyP99), f(sum.ReplyP99)),
+			fmt.Sprint(sum.GCCycles), f(sum.GCMaxPause), fmt.Sprint(sum.GOMAXPROCSChanges),
+			fmt.Sprintf("%d / %d / %d", ph[phaseBefore], ph[phaseMeasured], ph[phaseAfter]+ph[phaseBetween]))
+	}
+	return Section{
+		Title: "Prompt: the echo beside every load",
+		Text: fmt.Sprintf("A network echo at high priority, driven at %g requests/s over %d connections, beside one load per cell at low priority: every kernel at its default size "+
+			"(repeated), alloc (one thread per worker cloning and hashing %d MiB per call, a library call with no preemption point that allocates), "+
+			"batch (thread.Fork2's fib(%s) repeated in one thread) and batch+1go, batch+2go (the batch and one or two ordinary goroutines computing SHA-256 outside fairly). "+
+			"A time sink runs at medium priority where the criterion gives medium a share. Idle is the echo alone; p99 ÷ idle divides by the idle p99 at the same P in this run. "+
+			"Only requests sent while the load ran count (the last column: requests sent before the load started, while it ran, and after; no check of a result runs meanwhile). "+
+			"The parts are each part's p99: delivery (the driver's write to the server's read), fairly (the read to the echo's thread running again), reply (the write to the driver's read). "+
+			"GC and GOMAXPROCS columns are read from runtime/metrics over the measured span; GOMAXPROCS changes are the stop-the-world pauses other than the collector's. "+
+			"Goals: p99 ≤ 1 ms and ≤ 2× idle, fairly's part ≤ 0.2 ms.", res.PromptRate, promptConns, promptAllocMiB, batchFib(res)),
+		Table: t.String(),
+		Chart: "prompt.png",
+		draw:  func(path string) error { return drawPrompt(res, path) },
+	}
+}
+
+// batchFib is the n of the batch load's fib in res, as text.
+func batchFib(res *Results) string {
+	for _, rec := range res.Records {
+		if rec.Kind == kindPrompt && strings.HasPrefix(rec.Kernel, "batch") {
+			return fmt.Sprint(rec.Size)
+		}
+	}
+	return "n"
+}
+
+// drawPrompt plots each cell's p99 on a logarithmic axis, one series per
+// criterion and P, the idle echo's as its own, with the 1 ms goal.
+func drawPrompt(res *Results, path string) error {
+	var loads []string
+	for _, rec := range res.Records {
+		if rec.Kind == kindPrompt && !slices.Contains(loads, rec.Kernel) {
+			loads = append(loads, rec.Kernel)
+		}
+	}
+	names := append([]string{"idle"}, loads...)
+	p := logPlot(fmt.Sprintf("Prompt: echo p99 beside each load\npoint: p99, bar: p50 to p99.9, of ≥ %d requests at %g/s", res.PromptRequests, res.PromptRate),
+		"load at low priority", "echo response time (ms, log scale)")
+	type key struct {
+		procs int
+		crit  string
+	}
+	var keys []key
+	for _, rec := range res.Records {
+		if rec.Kind == kindPrompt && !slices.Contains(keys, key{rec.Procs, rec.Criterion}) {
+			keys = append(keys, key{rec.Procs, rec.Criterion})
+		}
+	}
+	ys := []float64{1}
+	series := len(keys) + 1
+	step := 0.7 / float64(series)
+	offset := func(i int) float64 { return step * (float64(i) - float64(series-1)/2) }
+	var idle spreadPoints
+	for _, rec := range res.Records {
+		if s := rec.PromptSummary; rec.Kind == kindPromptIdle && s != nil && s.Requests > 0 {
+			idle.add(offset(0), lg(s.P99), lg(s.P50), lg(s.P999))
+			ys = append(ys, s.P50, s.P999)
+		}
+	}
+	if err := idle.draw(p, 0, "echo alone"); err != nil {
+		return err
+	}
+	for i, k := range keys {
+		var pts spreadPoints
+		for _, rec := range res.Records {
+			if s := rec.PromptSummary; rec.Kind == kindPrompt && s != nil && s.Requests > 0 && rec.Procs == k.procs && rec.Criterion == k.crit {
+				pts.add(float64(slices.Index(names, rec.Kernel))+offset(i+1), lg(s.P99), lg(s.P50), lg(s.P999))
+				ys = append(ys, s.P50, s.P999)
+			}
+		}
+		if err := pts.draw(p, i+1, fmt.Sprintf("criterion %s, P=%d", k.crit, k.procs)); err != nil {
+			return err
+		}
+	}
+	x0, x1 := -0.5, float64(len(names))-0.5
+	if err := (refLine{y: lg(1), label: "goal: p99 ≤ 1 ms", style: dashed}).draw(p, x0, x1); err != nil {
+		return err
+	}
+	p.X.Min, p.X.Max = x0, x1
+	decades(p, ys)
+	p.NominalX(names...)
+	return save(p, vg.Points(max(500, float64(70*len(names)))), 4*vg.Inch, path)
+}
