@@ -66,13 +66,13 @@ type gor struct {
 	// count counts preemption points down to the next clock read.
 	count int
 	// lazy and priv hold the lazy forks of the threads running on g, the
-	// ones a revoker may take and the private ones (lazy.go).
-	lazy lazyStack
-	priv privStack
+	// ones a revoker may take and the private ones (lazy.go); frames are
+	// those threads, innermost last.
+	lazy   lazyStack
+	priv   Forks
+	frames []frame
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
-	// local is Task.Local's slot.
-	local any
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
 	// locked says g is locked to its OS thread (from its first passage into
@@ -101,7 +101,9 @@ func (rt *Runtime) newGor() *gor {
 
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
-	return &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
+	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
+	g.priv.g = g
+	return g
 }
 
 // start runs g's main on a new goroutine, holding w's token if w is not nil.
@@ -124,7 +126,7 @@ func (g *gor) main() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
 		// dies, but its worker must not; a spare carries on.
 		if goexit && g.w != nil {
-			g.promoteAll(g.w)
+			g.abandon(g.w)
 			g.handOff()
 		}
 	}()
@@ -174,7 +176,7 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	defer func() {
 		if !returned { // runtime.Goexit; run finished t
 			if g.w != nil {
-				g.promoteAll(g.w)
+				g.abandon(g.w)
 				g.handOff()
 			}
 			g.exit()
@@ -382,7 +384,7 @@ func (g *gor) waitFor(ctx context.Context, t, child *Task) (cancelled bool) {
 // scheduler mode, holding a token (not necessarily the same worker's).
 func (g *gor) run(t *Task) {
 	t.g = g
-	floor := g.begin()
+	g.begin(t)
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
@@ -397,7 +399,7 @@ func (g *gor) run(t *Task) {
 	returned = true
 	g.enter(t)
 	g.promoteOrphans(g.w)
-	g.end(floor)
+	g.end()
 	if t.root {
 		// Charge the worker's time so far before anyone learns that t is
 		// done: Stats read after a Wait then count t's processor time. Only
@@ -414,7 +416,7 @@ func (g *gor) run(t *Task) {
 // it.
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
-	floor := g.begin()
+	g.begin(child)
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit, as in run
@@ -434,7 +436,7 @@ func (g *gor) runInline(t, child *Task) {
 		entered = true
 		g.promoteOrphans(g.w)
 	}
-	g.end(floor)
+	g.end()
 	if ws := child.waiters.Swap(doneWaiters); ws != nil {
 		if !entered {
 			g.enter(t)
