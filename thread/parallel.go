@@ -13,8 +13,8 @@ import (
 // There is no grain to choose: For runs the iterations in order, on the
 // calling thread, and splits off the second half of what remains only when
 // another worker wants work and none is queued (lazy binary splitting).
-// An iteration costs a function call and a preemption point check, with no
-// allocation; a split costs one spawn. So a loop of a million one-nanosecond
+// An iteration costs a function call and a poll of the worker's attention
+// word, with no allocation; a split costs one spawn. So a loop of a million one-nanosecond
 // bodies runs at sequential speed on a busy machine and spreads over idle
 // workers within a deal interval.
 //
@@ -22,7 +22,8 @@ import (
 // back as a *PanicError, after the parts already split off have finished;
 // when several parts fail, For returns the error of the first in index
 // order. When c's context is done (see Ctx.Context), each part stops at
-// its next preemption point (within 64 iterations), and For returns the
+// its next preemption point, which the runtime raises at least once an
+// interrupt (Config.Interrupt, 1 ms by default), and For returns the
 // context's error once the calls under way have returned; a loop that
 // completed before any part saw the context done returns nil, and one
 // started with a done context calls nothing.
@@ -44,7 +45,7 @@ func (f forBody) run(c *Ctx, _ struct{}, lo, hi int) (struct{}, int) {
 	for {
 		f.body(c, lo)
 		lo++
-		if lo == hi || c.task.Due() {
+		if lo == hi || c.task.Attention() {
 			return struct{}{}, lo
 		}
 	}

@@ -213,8 +213,7 @@ func (s *Forks) Level() int { return s.top }
 // says a revoker took the goroutine's token.
 func (s *Forks) Next() Lazy {
 	if i := s.top; i < len(s.slots) {
-		r, g := s.slots[i], s.g
-		if g.w.attn.Load()|g.mode.Load()&modeRevoked == 0 {
+		if r := s.slots[i]; !s.g.attention() {
 			return r
 		}
 	}
@@ -270,9 +269,8 @@ func (s *Forks) Install(r Lazy) {
 // found one due: the heartbeat there may promote the oldest fork. It also
 // brings back a goroutine whose token was revoked.
 func (s *Forks) Point(t *Task) {
-	g := s.g
-	if due := g.w.attn.Load() != 0; due || g.mode.Load()&modeRevoked != 0 {
-		g.forked(t, due)
+	if g := s.g; g.attention() {
+		g.forked(t, g.w.attn.Load() != 0)
 	}
 }
 

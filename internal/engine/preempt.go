@@ -140,6 +140,17 @@ func (g *gor) spawnReal(t, child *Task, offered bool) {
 // loop can poll at every iteration.
 func (t *Task) Due() bool { return t.g.due() }
 
+// Attention reports whether a preemption point of t is due because the
+// worker's attention word is raised (by the ticker every interrupt, by a
+// request for work, a deal, a thread of higher priority) or t's token was
+// revoked: then the caller calls Wanted. Unlike Due it counts nothing, so
+// that a loop polling it at every iteration costs two loads; the scheduler
+// then hears from such a loop only when somebody raised the word.
+func (t *Task) Attention() bool { return t.g.attention() }
+
+// attention is the poll of Attention and of forks (lazy.go).
+func (g *gor) attention() bool { return g.w.attn.Load()|g.mode.Load()&modeRevoked != 0 }
+
 // Wanted passes a preemption point that Due reported due, and reports
 // whether another worker wants work of t's priority and t's worker has
 // none to give: a parallel loop then offers half of its remaining range
