@@ -203,32 +203,29 @@ func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
 
 // Join2 calls f(c) and g(c), the second in parallel where a worker is free,
 // and returns both results: Fork2 for two different functions, with the
-// same rules (g(c) is the lazy fork) and no allocation either, but for
-// closures that capture variables and escape.
+// same rules (g(c) is the lazy fork). It allocates nothing but g's
+// closure when g captures variables: f is only called.
 func Join2[A, B any](c *Ctx, f func(*Ctx) A, g func(*Ctx) B) (A, B) {
-	x, y := Fork2(c, either[A, B], halves[A, B]{f: f}, halves[A, B]{g: g})
-	return x.a, y.b
-}
-
-// halves is one of Join2's functions, as Fork2's argument; either calls it.
-type halves[A, B any] struct {
-	f func(*Ctx) A
-	g func(*Ctx) B
-}
-
-// results is the result of either.
-type results[A, B any] struct {
-	a A
-	b B
-}
-
-func either[A, B any](c *Ctx, h halves[A, B]) (r results[A, B]) {
-	if h.f != nil {
-		r.a = h.f(c)
-	} else {
-		r.b = h.g(c)
+	s, level, r := push[func(*Ctx) B, B](c, nil, g)
+	a := f(c)
+	if popFork(s, level) {
+		return a, g(c)
 	}
-	return r
+	return a, join(c, r, level)
+}
+
+// push is Fork2's push for Join2: it forks f(c, y) at the next level (y(c)
+// for a nil f, see forkRec.call) and gives the stack, the level and the
+// record.
+func push[A, R any](c *Ctx, f func(*Ctx, A) R, y A) (*engine.Forks, int, *forkRec[A, R]) {
+	s, level, free := c.nextFork()
+	r, ok := free.(*forkRec[A, R])
+	if !ok {
+		return s, level, fork(c, f, y)
+	}
+	r.f, r.arg = f, y
+	pushFork(s)
+	return s, level, r
 }
 
 // nextFork, pushFork and popFork are Fork2's fast path in the engine. They
@@ -269,7 +266,7 @@ func fork[A, R any](c *Ctx, f func(*Ctx, A) R, y A) *forkRec[A, R] {
 // runs elsewhere, or forks above it were left by a recovered panic.
 func join[A, R any](c *Ctx, r *forkRec[A, R], level int) R {
 	if c.task.Forks().Take(level) {
-		return r.f(c, r.arg)
+		return r.call(c)
 	}
 	c.task.Join(&r.ctx.task)
 	if r.err != nil {
@@ -279,7 +276,8 @@ func join[A, R any](c *Ctx, r *forkRec[A, R], level int) R {
 }
 
 // forkRec is the lazy half of a Fork2 or Join2, the record of one level of
-// a goroutine's engine.Forks. The fast path writes only f and arg; the
+// a goroutine's engine.Forks. The fast path writes only f and arg (Join2:
+// nil and its second function); the
 // task and the context are prepared when the fork is promoted, and a
 // promoted record leaves the stack with its task, for the collector.
 type forkRec[A, R any] struct {
@@ -307,8 +305,19 @@ func (r *forkRec[A, R]) Run(*engine.Task) {
 			r.err = &PanicError{Value: ErrGoexit}
 		}
 	}()
-	r.res = r.f(&r.ctx, r.arg)
+	r.res = r.call(&r.ctx)
 	returned = true
+}
+
+// call calls the fork: f(c, arg), or for Join2's records, whose f is nil,
+// arg(c). (Join2 cannot store a function that calls arg: in a generic
+// function, a function value of a generic function carries a dictionary,
+// which is allocated.)
+func (r *forkRec[A, R]) call(c *Ctx) R {
+	if r.f == nil {
+		return any(r.arg).(func(*Ctx) R)(c)
+	}
+	return r.f(c, r.arg)
 }
 
 // ctxOf is the Ctx of t, a thread that runs code of this package. Every
