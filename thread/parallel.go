@@ -236,10 +236,7 @@ func push[A, R any](c *Ctx, f func(*Ctx, A) R, y A) (*engine.Forks, int, *forkRe
 //
 // nextFork gives c's stack of private forks, the level of the next fork,
 // and the record free at that level if no preemption point is due.
-func (c *Ctx) nextFork() (*engine.Forks, int, engine.Lazy) {
-	s := c.task.Forks()
-	return s, s.Level(), s.Next()
-}
+func (c *Ctx) nextFork() (*engine.Forks, int, engine.Lazy) { return c.task.NextFork() }
 
 // pushFork pushes the record free at the next level, once written.
 func pushFork(s *engine.Forks) { s.Push() }

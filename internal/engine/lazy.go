@@ -158,11 +158,10 @@ type Lazy interface {
 // started: the forks below it are its ancestors', and its own forks are
 // slots[floor:top].
 //
-// The fast path of a fork (thread.Fork2, which inlines into its caller):
-// Next gives the record free at level top while no preemption point is
-// due, the caller writes the function and the argument into it, Push
-// raises top; after the first call, Pop lowers top again if the fork is
-// still in its slot. No record is initialised, no depth or context copied,
+// The fast path of a fork (thread.Fork2): NextFork gives the record free
+// at level top while no preemption point is due, the caller writes the
+// function and the argument into it, Push raises top; after the first
+// call, Pop lowers top again if the fork was not promoted. No record is initialised, no depth or context copied,
 // no count kept, and nothing deferred.
 //
 // Invariants, and why they hold:
@@ -203,25 +202,25 @@ type Forks struct {
 // Forks is the stack of private forks of the goroutine that runs t.
 func (t *Task) Forks() *Forks { return &t.g.priv }
 
-// Level is the level of the next fork.
-func (s *Forks) Level() int { return s.top }
-
-// Next gives the record free at the next level if no preemption point is
-// due, else nil: the caller then takes the slow path (Install, Push and
-// Point). Polling replaces counting: the attention word is raised by the
-// ticker every interrupt, by work requests and deals, and the mode word
-// says a revoker took the goroutine's token.
-func (s *Forks) Next() Lazy {
-	if i := s.top; i < len(s.slots) {
-		if r := s.slots[i]; !s.g.attention() {
-			return r
-		}
+// NextFork gives the stack of private forks of the goroutine that runs t,
+// the level of the next fork, and the record free at that level if no
+// preemption point is due, else nil: the caller then takes the slow path
+// (Free, Install, Push and Point). Polling replaces counting: the attention
+// word is raised by the ticker every interrupt, by work requests and deals,
+// and the mode word says a revoker took the goroutine's token.
+func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
+	g := t.g
+	s = &g.priv
+	level = s.top
+	if level < len(s.slots) && !g.attention() {
+		free = s.slots[level]
 	}
-	return nil
+	return s, level, free
 }
 
-// Free gives the record free at the next level, nil if none; it is Next
-// for the slow path, whatever is due.
+
+// Free gives the record free at the next level, nil if none; it is
+// NextFork's for the slow path, whatever is due.
 func (s *Forks) Free() Lazy {
 	if s.top < len(s.slots) {
 		return s.slots[s.top]

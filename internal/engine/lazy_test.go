@@ -74,7 +74,7 @@ func (r *lazyRec) Promote(parent *Task) *Task {
 
 // push forks r on s at the next level, as thread.Fork2's slow path does.
 func (s *Forks) pushRec(r Lazy) int {
-	i := s.Level()
+	i := s.top
 	s.Install(r)
 	s.Push()
 	return i
