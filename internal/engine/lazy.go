@@ -218,7 +218,6 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	return s, level, free
 }
 
-
 // Free gives the record free at the next level, nil if none; it is
 // NextFork's for the slow path, whatever is due.
 func (s *Forks) Free() Lazy {
