@@ -151,8 +151,8 @@ type Lazy interface {
 // slots[i] is the record of level i: slots[:top] are forks pushed and not
 // yet popped, slots[top:] records free for reuse (nil where none was made
 // yet). Forks are promoted oldest first, from bot up: slots[:bot] were
-// promoted or popped, and are nil (the record of a promoted fork belongs to
-// its task now), while slots[bot:top] are forks still to be taken. So a
+// promoted and are nil (the record of a promoted fork belongs to its task
+// now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no
 // slot. floor is top when the innermost thread running on the goroutine
 // started: the forks below it are its ancestors', and its own forks are
@@ -161,8 +161,9 @@ type Lazy interface {
 // The fast path of a fork (thread.Fork2): NextFork gives the record free
 // at level top while no preemption point is due, the caller writes the
 // function and the argument into it, Push raises top; after the first
-// call, Pop lowers top again if the fork was not promoted. No record is initialised, no depth or context copied,
-// no count kept, and nothing deferred.
+// call, Pop lowers top again if the fork was not promoted. No record is
+// initialised, no depth or context copied, no count kept, and nothing
+// deferred.
 //
 // Invariants, and why they hold:
 //   - A fork runs exactly once. It leaves the stack once: by Pop or Take,
@@ -263,8 +264,8 @@ func (s *Forks) Install(r Lazy) {
 	}
 }
 
-// Point passes the preemption point of a fork that t just pushed, when Next
-// found one due: the heartbeat there may promote the oldest fork. It also
+// Point passes the preemption point of a fork that t just pushed, when
+// NextFork found one due: the heartbeat there may promote the oldest fork. It also
 // brings back a goroutine whose token was revoked.
 func (s *Forks) Point(t *Task) {
 	if g := s.g; g.attention() {
@@ -356,11 +357,8 @@ func (g *gor) promoteOrphans(w *worker) {
 func (g *gor) promoteAll(w *worker) {
 	g.promoteShared(w, g.lazy.bot, g.lazy.top)
 	g.lazy.bot = g.lazy.top
-	p := &g.priv
-	for ; p.bot < p.top; p.bot++ {
-		if p.slots[p.bot] != nil {
-			g.promotePriv(w, p.bot)
-		}
+	for p := &g.priv; p.bot < p.top; p.bot++ {
+		g.promotePriv(w, p.bot)
 	}
 }
 
@@ -392,9 +390,6 @@ func (g *gor) heartbeat(w *worker, now int64) {
 			shared = t
 			break
 		}
-	}
-	for p.bot < p.top && p.slots[p.bot] == nil {
-		p.bot++
 	}
 	priv := p.bot < p.top
 	if priv && shared != nil {
