@@ -164,7 +164,8 @@ func joinPart[A any, I iterations[A]](c *Ctx, it I, h *Handle[partial[A]], acc A
 // Fork2 calls f(c, x) and f(c, y), the second in parallel where a worker is
 // free, and returns both results: the fork-join of a recursive function
 // that calls itself twice, with no handle, no allocation and no shared
-// write in the common case, at about the cost of the two calls.
+// write in the common case: a fork nobody takes costs about one call more
+// than the two plain calls (docs/design.md, the fork path).
 //
 //	func fib(c *thread.Ctx, n int) int {
 //		if n < 2 {
@@ -232,7 +233,7 @@ func push[A, R any](c *Ctx, f func(*Ctx, A) R, y A) (*engine.Forks, int, *forkRe
 // are not generic so that the engine's methods inline into the instances
 // of Fork2 that other packages compile: the compiler has the body of a
 // function of an indirectly imported package only if a non-generic
-// function of this package inlines it (golang/go#56280).
+// function of this package inlines it (compare golang/go#56280).
 //
 // nextFork gives c's stack of private forks, the level of the next fork,
 // and the record free at that level if no preemption point is due.
