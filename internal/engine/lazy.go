@@ -198,6 +198,9 @@ type Forks struct {
 	g               *gor
 	slots           []Lazy
 	top, bot, floor int
+	// polls counts the polls of forks and loop iterations down to a pass
+	// through the scheduler (pollEvery).
+	polls int
 }
 
 // Forks is the stack of private forks of the goroutine that runs t.
@@ -213,11 +216,21 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	if level < len(s.slots) && !g.attention() {
+	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|g.mode.Load()&modeRevoked == 0 {
 		free = s.slots[level]
 	}
 	return s, level, free
 }
+
+// pollEvery is how many polls of forks and loop iterations pass between two
+// passes through the scheduler when nothing raised the attention word.
+// Without it a computation that only forks would pass the scheduler once an
+// interrupt, and its worker would offer its OS processor (osYieldEvery)
+// that seldom: threads resumed after Await then waited for the OS, and the
+// scheduler's part of Table 5's echo p99 grew (docs/design.md, the fork
+// path). 1024 polls keep that cadence at a few µs of forking, while the
+// pass costs each fork a thousandth of itself.
+const pollEvery = 1024
 
 // Free gives the record free at the next level, nil if none; it is
 // NextFork's for the slow path, whatever is due.
@@ -269,7 +282,7 @@ func (s *Forks) Install(r Lazy) {
 // brings back a goroutine whose token was revoked.
 func (s *Forks) Point(t *Task) {
 	if g := s.g; g.attention() {
-		g.forked(t, g.w.attn.Load() != 0)
+		g.forked(t, g.w.attn.Load() != 0 || s.polls <= 0)
 	}
 }
 

@@ -56,7 +56,7 @@ func (g *gor) enterPoint(t *Task) {
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
 func (g *gor) checkpoint(t *Task) {
-	g.count = checkEvery
+	g.count, g.priv.polls = checkEvery, pollEvery
 	w := g.w
 	now := w.rt.now()
 	g.heartbeat(w, now)
@@ -149,7 +149,13 @@ func (t *Task) Due() bool { return t.g.due() }
 func (t *Task) Attention() bool { return t.g.attention() }
 
 // attention is the poll of Attention and of forks (lazy.go).
-func (g *gor) attention() bool { return g.w.attn.Load()|g.mode.Load()&modeRevoked != 0 }
+func (g *gor) attention() bool {
+	if g.w.attn.Load()|g.mode.Load()&modeRevoked != 0 {
+		return true
+	}
+	g.priv.polls--
+	return g.priv.polls <= 0
+}
 
 // Wanted passes a preemption point that Due reported due, and reports
 // whether another worker wants work of t's priority and t's worker has
