@@ -73,6 +73,9 @@ type gor struct {
 	frames []frame
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
+	// nextYield is when forks that only counted their polls down offer the
+	// OS processor next (Forks.Point).
+	nextYield int64
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
 	// locked says g is locked to its OS thread (from its first passage into

@@ -222,14 +222,13 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	return s, level, free
 }
 
-// pollEvery is how many polls of forks and loop iterations pass between two
-// passes through the scheduler when nothing raised the attention word.
-// Without it a computation that only forks would pass the scheduler once an
-// interrupt, and its worker would offer its OS processor (osYieldEvery)
-// that seldom: threads resumed after Await then waited for the OS, and the
-// scheduler's part of Table 5's echo p99 grew (docs/design.md, the fork
-// path). 1024 polls keep that cadence at a few µs of forking, while the
-// pass costs each fork a thousandth of itself.
+// pollEvery is how many polls of forks and loop iterations pass, when
+// nothing raised the attention word, before a loop passes through the
+// scheduler or a fork offers its OS processor (Point). With the word alone
+// a computation that only forks would offer it once an interrupt instead
+// of every osYieldEvery: threads resumed after Await then waited for the
+// OS, and the scheduler's part of Table 5's echo p99 grew (docs/design.md,
+// the fork path). 1024 polls are a few µs of forking.
 const pollEvery = 1024
 
 // Free gives the record free at the next level, nil if none; it is
@@ -281,8 +280,20 @@ func (s *Forks) Install(r Lazy) {
 // NextFork found one due: the heartbeat there may promote the oldest fork. It also
 // brings back a goroutine whose token was revoked.
 func (s *Forks) Point(t *Task) {
-	if g := s.g; g.attention() {
-		g.forked(t, g.w.attn.Load() != 0 || s.polls <= 0)
+	g := s.g
+	if attn := g.w.attn.Load() != 0; attn || g.mode.Load()&modeRevoked != 0 {
+		g.forked(t, attn)
+		return
+	}
+	if s.polls <= 0 {
+		// Only the count ran out: offer the OS processor when it is time,
+		// as service does, without a pass and its heartbeat, which would
+		// promote forks that nobody asked for.
+		s.polls = pollEvery
+		if now := g.rt.now(); now >= g.nextYield {
+			g.nextYield = now + int64(osYieldEvery)
+			osYield()
+		}
 	}
 }
 
