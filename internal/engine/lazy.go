@@ -17,8 +17,8 @@ import (
 // elsewhere, as in heartbeat scheduling (Acar et al., PLDI 2018):
 //
 //   - at a heartbeat: a preemption point that is due anyway (the attention
-//     word is raised, or checkEvery points of the kinds that count went by;
-//     forks only poll the word) promotes the
+//     word is raised, or checkEvery points of the other kinds went by; see
+//     pollEvery for forks) promotes the
 //     oldest lazy fork, the one of greatest fork potential, when the bank of
 //     its priority is empty, so that a deal or a request finds work at once;
 //   - when the goroutine stops running its thread (preemption, a Join that
@@ -162,8 +162,8 @@ type Lazy interface {
 // at level top while no preemption point is due, the caller writes the
 // function and the argument into it, Push raises top; after the first
 // call, Pop lowers top again if the fork was not promoted. No record is
-// initialised, no depth or context copied, no count kept, and nothing
-// deferred.
+// initialised, no depth or context copied, nothing deferred; a countdown
+// (pollEvery) is the only other write.
 //
 // Invariants, and why they hold:
 //   - A fork runs exactly once. It leaves the stack once: by Pop or Take,
@@ -209,9 +209,10 @@ func (t *Task) Forks() *Forks { return &t.g.priv }
 // NextFork gives the stack of private forks of the goroutine that runs t,
 // the level of the next fork, and the record free at that level if no
 // preemption point is due, else nil: the caller then takes the slow path
-// (Free, Install, Push and Point). Polling replaces counting: the attention
-// word is raised by the ticker every interrupt, by work requests and deals,
-// and the mode word says a revoker took the goroutine's token.
+// (Free, Install, Push and Point). The attention word is raised by the
+// ticker every interrupt, by work requests and deals, and the mode word
+// says a revoker took the goroutine's token; the countdown (pollEvery)
+// only paces the offers of the OS processor.
 func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv

@@ -142,10 +142,11 @@ func (t *Task) Due() bool { return t.g.due() }
 
 // Attention reports whether a preemption point of t is due because the
 // worker's attention word is raised (by the ticker every interrupt, by a
-// request for work, a deal, a thread of higher priority) or t's token was
-// revoked: then the caller calls Wanted. Unlike Due it counts nothing, so
-// that a loop polling it at every iteration costs two loads; the scheduler
-// then hears from such a loop only when somebody raised the word.
+// request for work, a deal, a thread of higher priority), t's token was
+// revoked, or pollEvery polls went by: then the caller calls Wanted. It
+// reads no clock and counts on the goroutine's fork stack, so that a loop
+// polling it at every iteration passes the scheduler a thousandth as often
+// as Due would make it.
 func (t *Task) Attention() bool { return t.g.attention() }
 
 // attention is the poll of Attention and of forks (lazy.go).
