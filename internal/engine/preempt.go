@@ -145,8 +145,8 @@ func (t *Task) Due() bool { return t.g.due() }
 // request for work, a deal, a thread of higher priority), t's token was
 // revoked, or pollEvery polls went by: then the caller calls Wanted. It
 // reads no clock and counts on the goroutine's fork stack, so that a loop
-// polling it at every iteration passes the scheduler a thousandth as often
-// as Due would make it.
+// polling it at every iteration passes the scheduler once every 1024
+// iterations at most where Due would every 64.
 func (t *Task) Attention() bool { return t.g.attention() }
 
 // attention is the poll of Attention and of forks (lazy.go).
