@@ -257,16 +257,14 @@ func BenchmarkRunBusy(b *testing.B) {
 	}
 }
 
-// BenchmarkFineFib: fib(30) with a spawn at every call and no cutoff,
+// BenchmarkFineFib: fib(30) with a fork at every call and no cutoff,
 // against sequential fib and goroutines: reports the time relative to the
-// sequential code (T1/Ts and TP/Ts), the goal of lazy forks.
+// sequential code (T1/Ts and TP/Ts, x-seq), the goal of lazy forks, and
+// allocations per fork. Each case measures the sequential time anew just
+// before it (the best of five runs), so that a machine busy with other
+// work skews the ratio less than the times.
 func BenchmarkFineFib(b *testing.B) {
 	const n = 30
-	start := time.Now()
-	for range 5 {
-		seqFib(n)
-	}
-	seq := float64(time.Since(start).Nanoseconds()) / 5
 	b.Run("seq", func(b *testing.B) {
 		for b.Loop() {
 			seqFib(n)
@@ -274,17 +272,23 @@ func BenchmarkFineFib(b *testing.B) {
 	})
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fairly/P=%d", procs), func(b *testing.B) {
-			benchForks(b, procs, n, fib, seq)
+			benchForks(b, procs, n, fib, bestSeq(n))
 		})
 	}
 	// P=8 on a 2-core machine: oversubscribed workers must not collapse
 	// the fork path (no shared writes on it).
 	for _, procs := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("fork2/P=%d", procs), func(b *testing.B) {
-			benchForks(b, procs, n, fib2, seq)
+			benchForks(b, procs, n, fib2, bestSeq(n))
+		})
+	}
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("join2/P=%d", procs), func(b *testing.B) {
+			benchForks(b, procs, n, join2Fib, bestSeq(n))
 		})
 	}
 	b.Run("pair-calls", func(b *testing.B) {
+		seq := bestSeq(n)
 		var c thread.Ctx // never forks: pairFib only calls
 		for b.Loop() {
 			pairFib(&c, n)
@@ -292,6 +296,7 @@ func BenchmarkFineFib(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
 	})
 	b.Run("goroutines", func(b *testing.B) {
+		seq := bestSeq(n)
 		for b.Loop() {
 			goFib(n)
 		}
@@ -299,14 +304,35 @@ func BenchmarkFineFib(b *testing.B) {
 	})
 }
 
-// pairCalls is Fork2 without a fork: the two generic indirect calls and the
-// deferred guard of the first that any pair fork pays in Go, so that
-// BenchmarkFineFib shows the floor under Fork2's cost.
+// bestSeq is the best time of five runs of seqFib(n), in ns.
+func bestSeq(n int) float64 {
+	best := time.Duration(1<<63 - 1)
+	for range 5 {
+		start := time.Now()
+		seqFib(n)
+		best = min(best, time.Since(start))
+	}
+	return float64(best.Nanoseconds())
+}
+
+func join2Fib(c *thread.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := thread.Join2(c,
+		func(c *thread.Ctx) int { return join2Fib(c, n-1) },
+		func(c *thread.Ctx) int { return join2Fib(c, n-2) })
+	return a + b
+}
+
+// pairCalls is a pair of calls as a generic function would make them with
+// a deferred guard, without a fork: the floor an earlier Fork2 stood on,
+// which BenchmarkFineFib shows beside Fork2's cost.
 func pairCalls[A, R any](c *thread.Ctx, f func(*thread.Ctx, A) R, x, y A) (R, R) {
 	returned := false
 	defer func() {
 		if !returned {
-			_ = c // where Fork2 cancels its fork; no panic reaches this benchmark
+			_ = c // where a guard would cancel the fork; no panic reaches this benchmark
 		}
 	}()
 	rx := f(c, x)

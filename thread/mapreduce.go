@@ -88,7 +88,7 @@ func (m mapper[T, U]) run(c *Ctx, _ struct{}, lo, hi int) (struct{}, int) {
 	for {
 		m.out[lo] = m.f(c, m.in[lo])
 		lo++
-		if lo == hi || c.task.Due() {
+		if lo == hi || c.task.Attention() {
 			return struct{}{}, lo
 		}
 	}
@@ -113,7 +113,7 @@ func (r reducer[T]) run(c *Ctx, acc T, lo, hi int) (T, int) {
 	for {
 		acc = r.op(acc, r.in[lo])
 		lo++
-		if lo == hi || c.task.Due() {
+		if lo == hi || c.task.Attention() {
 			return acc, lo
 		}
 	}
@@ -130,7 +130,7 @@ func (m mapReducer[T, A]) run(c *Ctx, acc A, lo, hi int) (A, int) {
 	for {
 		acc = m.op(acc, m.f(c, m.in[lo]))
 		lo++
-		if lo == hi || c.task.Due() {
+		if lo == hi || c.task.Attention() {
 			return acc, lo
 		}
 	}

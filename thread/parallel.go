@@ -2,6 +2,7 @@ package thread
 
 import (
 	"runtime/debug"
+	"unsafe"
 
 	"github.com/fairlyprompt/fairly/internal/engine"
 )
@@ -12,8 +13,8 @@ import (
 // There is no grain to choose: For runs the iterations in order, on the
 // calling thread, and splits off the second half of what remains only when
 // another worker wants work and none is queued (lazy binary splitting).
-// An iteration costs a function call and a preemption point check, with no
-// allocation; a split costs one spawn. So a loop of a million one-nanosecond
+// An iteration costs a function call and a poll of the worker's attention
+// word, with no allocation; a split costs one spawn. So a loop of a million one-nanosecond
 // bodies runs at sequential speed on a busy machine and spreads over idle
 // workers within a deal interval.
 //
@@ -21,7 +22,8 @@ import (
 // back as a *PanicError, after the parts already split off have finished;
 // when several parts fail, For returns the error of the first in index
 // order. When c's context is done (see Ctx.Context), each part stops at
-// its next preemption point (within 64 iterations), and For returns the
+// its next preemption point, which the runtime raises at least once an
+// interrupt (Config.Interrupt, 1 ms by default), and For returns the
 // context's error once the calls under way have returned; a loop that
 // completed before any part saw the context done returns nil, and one
 // started with a done context calls nothing.
@@ -43,7 +45,7 @@ func (f forBody) run(c *Ctx, _ struct{}, lo, hi int) (struct{}, int) {
 	for {
 		f.body(c, lo)
 		lo++
-		if lo == hi || c.task.Due() {
+		if lo == hi || c.task.Attention() {
 			return struct{}{}, lo
 		}
 	}
@@ -161,8 +163,9 @@ func joinPart[A any, I iterations[A]](c *Ctx, it I, h *Handle[partial[A]], acc A
 
 // Fork2 calls f(c, x) and f(c, y), the second in parallel where a worker is
 // free, and returns both results: the fork-join of a recursive function
-// that calls itself twice, with no handle and, in the common case, no
-// allocation and no shared write.
+// that calls itself twice, with no handle, no allocation and no shared
+// write in the common case: a fork nobody takes costs about one call more
+// than the two plain calls (docs/design.md, the fork path).
 //
 //	func fib(c *thread.Ctx, n int) int {
 //		if n < 2 {
@@ -177,63 +180,117 @@ func joinPart[A any, I iterations[A]](c *Ctx, it I, h *Handle[partial[A]], acc A
 // (see docs/design.md, lazy forks). Both calls run at c's priority; pass a
 // function, not a closure that captures variables, to keep a fork free of
 // allocation. A panic in either call panics the caller, as with plain calls,
-// and a panic in the first cancels the second unless it already started.
-// The two calls must not wait for each other (a channel between them): the
-// second may run only after the first returns.
+// and a panic in the first cancels the second unless another worker took it
+// already (if the thread recovers that panic, the second call may still be
+// taken until the Fork2 around the recovering code returns; its result is
+// then dropped). The two calls must not wait for each other (a channel
+// between them): the second may run only after the first returns. A nil f
+// panics as a call of it would.
 func Fork2[A, R any](c *Ctx, f func(*Ctx, A) R, x, y A) (R, R) {
-	if f == nil {
-		panic("thread.Fork2: nil function")
-	}
-	pool := forkPoolOf[A, R](c)
-	level := pool.n
-	rec := pool.get(c)
-	rec.f, rec.arg = f, y
-	c.task.Fork(&rec.ctx.task)
-	c.task.Nest(1)
-	rx := callFirst(c, f, x, pool, level)
-	taken, private := c.task.TakeFork(&rec.ctx.task)
-	var ry R
-	if taken {
-		ry = f(c, y)
-		c.task.Nest(-1)
+	s, level, free := c.nextFork()
+	r, ok := free.(*forkRec[A, R])
+	if ok {
+		r.f, r.arg = f, y
+		pushFork(s)
 	} else {
-		c.task.Nest(-1)
-		c.task.Join(&rec.ctx.task)
-		if rec.err != nil {
-			panic(rec.err.Value) // as a plain call would: not wrapped twice
-		}
-		ry = rec.res
+		r = fork(c, f, y)
 	}
-	pool.release(level, private)
-	return rx, ry
+	rx := f(c, x)
+	if popFork(s, level) {
+		return rx, f(c, y)
+	}
+	return rx, join(c, r, level)
 }
 
-// callFirst calls f(c, x); if it panics, the lazy fork at pool level
-// level is cancelled when no worker took it yet, as a second plain call
-// would never have started.
-func callFirst[A, R any](c *Ctx, f func(*Ctx, A) R, x A, pool *forkPool[A, R], level int) R {
-	returned := false
-	defer func() {
-		if !returned {
-			c.task.Nest(-1)
-			_, private := c.task.TakeFork(&pool.recs[level].ctx.task)
-			pool.release(level, private)
-		}
-	}()
-	r := f(c, x)
-	returned = true
+// Join2 calls f(c) and g(c), the second in parallel where a worker is free,
+// and returns both results: Fork2 for two different functions, with the
+// same rules (g(c) is the lazy fork). It allocates nothing but g's
+// closure when g captures variables: f is only called.
+func Join2[A, B any](c *Ctx, f func(*Ctx) A, g func(*Ctx) B) (A, B) {
+	s, level, r := push[func(*Ctx) B, B](c, nil, g)
+	a := f(c)
+	if popFork(s, level) {
+		return a, g(c)
+	}
+	return a, join(c, r, level)
+}
+
+// push is Fork2's push for Join2: it forks f(c, y) at the next level (y(c)
+// for a nil f, see forkRec.call) and gives the stack, the level and the
+// record.
+func push[A, R any](c *Ctx, f func(*Ctx, A) R, y A) (*engine.Forks, int, *forkRec[A, R]) {
+	s, level, free := c.nextFork()
+	r, ok := free.(*forkRec[A, R])
+	if !ok {
+		return s, level, fork(c, f, y)
+	}
+	r.f, r.arg = f, y
+	pushFork(s)
+	return s, level, r
+}
+
+// nextFork, pushFork and popFork are Fork2's fast path in the engine. They
+// are not generic so that the engine's methods inline into the instances
+// of Fork2 that other packages compile: the compiler has the body of a
+// function of an indirectly imported package only if a non-generic
+// function of this package inlines it (compare golang/go#56280).
+//
+// nextFork gives c's stack of private forks, the level of the next fork,
+// and the record free at that level if no preemption point is due.
+func (c *Ctx) nextFork() (*engine.Forks, int, engine.Lazy) { return c.task.NextFork() }
+
+// pushFork pushes the record free at the next level, once written.
+func pushFork(s *engine.Forks) { s.Push() }
+
+// popFork takes back the fork of level if it is still there.
+func popFork(s *engine.Forks, level int) bool { return s.Pop(level) }
+
+// fork is the slow path of a fork: the level has no record of these types
+// yet, or a preemption point is due.
+func fork[A, R any](c *Ctx, f func(*Ctx, A) R, y A) *forkRec[A, R] {
+	s := c.task.Forks()
+	r, ok := s.Free().(*forkRec[A, R])
+	if !ok {
+		r = &forkRec[A, R]{}
+		s.Install(r)
+	}
+	r.f, r.arg = f, y
+	s.Push()
+	s.Point(&c.task)
 	return r
 }
 
-// forkRec is the lazy half of a Fork2. A record that never left its
-// goroutine is reused for the next fork; one that was promoted may still be
-// referred to by a stale bank entry, and is left to the collector.
+// join is the slow path of taking fork r of level back: r was promoted and
+// runs elsewhere, or forks above it were left by a recovered panic.
+func join[A, R any](c *Ctx, r *forkRec[A, R], level int) R {
+	if c.task.Forks().Take(level) {
+		return r.call(c)
+	}
+	c.task.Join(&r.ctx.task)
+	if r.err != nil {
+		panic(r.err.Value) // as a plain call would: not wrapped twice
+	}
+	return r.res
+}
+
+// forkRec is the lazy half of a Fork2 or Join2, the record of one level of
+// a goroutine's engine.Forks. The fast path writes only f and arg (Join2:
+// nil and its second function); the
+// task and the context are prepared when the fork is promoted, and a
+// promoted record leaves the stack with its task, for the collector.
 type forkRec[A, R any] struct {
-	ctx Ctx // the fork's task
+	ctx Ctx // the fork's task, once promoted
 	f   func(*Ctx, A) R
 	arg A
 	res R
 	err *PanicError
+}
+
+// Promote prepares the record's task as a fork of parent.
+func (r *forkRec[A, R]) Promote(parent *engine.Task) *engine.Task {
+	r.ctx.task.InitLike(parent, r)
+	ctxOf(parent).inherit(&r.ctx)
+	return &r.ctx.task
 }
 
 // Run is the engine.Body of a record that another worker took.
@@ -246,62 +303,28 @@ func (r *forkRec[A, R]) Run(*engine.Task) {
 			r.err = &PanicError{Value: ErrGoexit}
 		}
 	}()
-	r.res = r.f(&r.ctx, r.arg)
+	r.res = r.call(&r.ctx)
 	returned = true
 }
 
-// forkPool keeps the records of one goroutine, for one pair of types, one
-// for each level of nested Fork2 calls: forks nest, so the record of a
-// level is free again when the Fork2 that took it returns. A record that
-// was promoted may still be referred to by a stale bank entry; release
-// leaves it to the collector, and the level gets a new one.
-type forkPool[A, R any] struct {
-	recs []*forkRec[A, R]
-	n    int // the level of the next fork
+// call calls the fork: f(c, arg), or for Join2's records, whose f is nil,
+// arg(c). (Join2 cannot store a function that calls arg: in a generic
+// function, a function value of a generic function carries a dictionary,
+// which is allocated.)
+func (r *forkRec[A, R]) call(c *Ctx) R {
+	if r.f == nil {
+		return any(r.arg).(func(*Ctx) R)(c)
+	}
+	return r.f(c, r.arg)
 }
 
-// forkPoolOf gives the pool of c's goroutine for these types, making it the
-// goroutine's cached pool if another was (code that forks at several types
-// in turn then allocates records, and stays correct).
-func forkPoolOf[A, R any](c *Ctx) *forkPool[A, R] {
-	slot := c.task.Local()
-	if p, ok := (*slot).(*forkPool[A, R]); ok {
-		return p
-	}
-	p := &forkPool[A, R]{}
-	*slot = p
-	return p
-}
+// ctxOf is the Ctx of t, a thread that runs code of this package. Every
+// task that package thread gives the engine is the task field of a Ctx (a
+// handle's, a fork record's), at offset 0, so the conversion is exact; the
+// engine hands such a task back when it promotes a fork (the thread that
+// made it), which saves the fast path of a fork from storing the parent's
+// context into every record.
+func ctxOf(t *engine.Task) *Ctx { return (*Ctx)(unsafe.Pointer(t)) }
 
-// get takes the record of the next level, prepared as a fork of c.
-func (p *forkPool[A, R]) get(c *Ctx) *forkRec[A, R] {
-	if p.n == len(p.recs) {
-		p.recs = append(p.recs, nil)
-	}
-	r := p.recs[p.n]
-	if r == nil {
-		r = &forkRec[A, R]{}
-		p.recs[p.n] = r
-	}
-	p.n++
-	r.ctx.task.InitLike(&c.task, r)
-	c.inherit(&r.ctx)
-	return r
-}
-
-// release frees the levels from level up (a panic may have skipped the
-// releases of forks nested deeper); the record of level is reused only if
-// it never left the goroutine.
-func (p *forkPool[A, R]) release(level int, private bool) {
-	r := p.recs[level]
-	if private {
-		// Keep no argument or result of the user's alive; f and the
-		// context are overwritten at the next fork of this level.
-		var arg A
-		var res R
-		r.arg, r.res = arg, res
-	} else {
-		p.recs[level] = nil
-	}
-	p.n = level
-}
+// The conversion in ctxOf needs the task at offset 0 of Ctx.
+var _ [0]struct{} = [unsafe.Offsetof(Ctx{}.task)]struct{}{}

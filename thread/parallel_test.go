@@ -218,6 +218,104 @@ func TestFork2Panic(t *testing.T) {
 	}
 }
 
+// Join2 gives both results at every P, including when the second call is
+// taken by another worker, and a panic in either call reaches the caller.
+func TestJoin2(t *testing.T) {
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("P=%d", procs), func(t *testing.T) {
+			rt, p := forRT(t, procs)
+			v, err := thread.Run(rt, p, func(c *thread.Ctx) int { return join2Fib(c, 24) })
+			require.NoError(t, err)
+			assert.Equal(t, 46368, v)
+			s, err := thread.Run(rt, p, func(c *thread.Ctx) string {
+				n, s := thread.Join2(c, func(*thread.Ctx) int { return 7 }, func(*thread.Ctx) string { return "seven" })
+				return fmt.Sprint(n, s)
+			})
+			require.NoError(t, err)
+			assert.Equal(t, "7seven", s)
+		})
+	}
+	rt, p := forRT(t, 2)
+	for i, want := range []string{"f", "g"} {
+		_, err := thread.Run(rt, p, func(c *thread.Ctx) int {
+			a, b := thread.Join2(c,
+				func(*thread.Ctx) int {
+					if i == 0 {
+						panic("f")
+					}
+					return 1
+				},
+				func(*thread.Ctx) int {
+					if i == 1 {
+						panic("g")
+					}
+					return 2
+				})
+			return a + b
+		})
+		var pe *thread.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, want, pe.Value)
+	}
+}
+
+// A thread that recovers a panic from inside a Fork2 goes on forking with
+// the right results: the fork the panic left pushed is dropped by the
+// enclosing Fork2, and on one worker (nobody to take it) the second call of
+// the Fork2 whose first call panicked never runs.
+func TestFork2RecoveredPanic(t *testing.T) {
+	rt, p := forRT(t, 1)
+	var second atomic.Int32
+	var half func(c *thread.Ctx, n int) int
+	half = func(c *thread.Ctx, n int) int {
+		switch n {
+		case -1:
+			panic("first")
+		case -2:
+			second.Add(1)
+			return 0
+		case 0: // recovers a panic of a Fork2, then forks on above it
+			func() {
+				defer func() { _ = recover() }()
+				thread.Fork2(c, half, -1, -2)
+			}()
+			return fib2(c, 12)
+		}
+		return n
+	}
+	v, err := thread.Run(rt, p, func(c *thread.Ctx) int {
+		a, b := thread.Fork2(c, half, 0, 5)
+		return a + b + fib2(c, 10)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 144+5+55, v)
+	assert.Zero(t, second.Load(), "the second call of a Fork2 whose first panicked ran")
+}
+
+// A first call that ends its goroutine with runtime.Goexit (t.FailNow in a
+// test helper, say) ends the thread with ErrGoexit, and the second call,
+// which nobody took, never runs.
+func TestFork2Goexit(t *testing.T) {
+	rt, p := forRT(t, 1)
+	var second atomic.Int32
+	h := thread.Go(rt, p, func(c *thread.Ctx) int {
+		a, b := thread.Fork2(c, func(c *thread.Ctx, i int) int {
+			if i == 0 {
+				goruntime.Goexit()
+			}
+			second.Add(1)
+			return i
+		}, 0, 1)
+		return a + b
+	})
+	_, err := h.Wait()
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	v, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib2(c, 15) })
+	require.NoError(t, err)
+	assert.Equal(t, 610, v, "forks after a Goexit")
+	assert.Zero(t, second.Load())
+}
+
 // Stress: Fork2, For and Spawn mixed, on more workers than cores, with
 // leaves that now and then block outside Await (so their workers are
 // revoked and their lazy forks taken by the revoker while the owner goes on
@@ -268,7 +366,8 @@ func TestStressLazyForks(t *testing.T) {
 
 // Forks that no other worker takes allocate nothing: fib(20) through Fork2
 // makes 10,945 forks, and a whole Run of it allocates only what Run itself
-// needs. Likewise a loop of 100,000 iterations through For.
+// needs. Likewise a loop of 100,000 iterations through For, and Join2 of
+// functions that capture nothing.
 func TestLazyForksDoNotAllocate(t *testing.T) {
 	rt, p := forRT(t, 1)
 	fork := func() {
@@ -292,7 +391,28 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(20, loop); n > 8 {
 		t.Errorf("Run of a 100,000-iteration For: %v allocations, want only Run's own", n)
 	}
+	join := func() {
+		_, err := thread.Run(rt, p, func(c *thread.Ctx) int {
+			sum := 0
+			for range 10_000 {
+				a, b := thread.Join2(c, one, two)
+				sum += a + b
+			}
+			return sum
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	join()
+	if n := testing.AllocsPerRun(20, join); n > 8 {
+		t.Errorf("Run of 10,000 Join2 calls: %v allocations, want only Run's own", n)
+	}
 }
+
+// one and two are Join2's functions that capture nothing.
+func one(*thread.Ctx) int { return 1 }
+func two(*thread.Ctx) int { return 2 }
 
 // Misuse gets a clear error, never a hang or a crash.
 func TestMisuseErrors(t *testing.T) {

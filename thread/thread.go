@@ -80,7 +80,7 @@ func (e *PanicError) Unwrap() error {
 // Ctx is what a running thread knows about itself. It is valid only inside
 // the thread it was given to and must not be shared with other threads.
 type Ctx struct {
-	task engine.Task
+	task engine.Task    // first: see ctxOf
 	cx   *threadContext // nil for context.Background()
 }
 

@@ -88,8 +88,8 @@ func TestStaleInboxEntryOfRunningThread(t *testing.T) {
 		for w.inbox.n.Load() != 0 { // w drains its inbox now
 			goruntime.Gosched()
 		}
-		r.Nest(1) // unordered with w's reads of r's entry
-		r.Nest(-1)
+		r.depth++ // r's own field while it runs (wakeWaiters writes it so
+		r.depth-- // when r waits): unordered with w's reads of r's entry
 	})))
 	rt.roots.Add(1) // as Submit does, but into w's inbox
 	r.root = true

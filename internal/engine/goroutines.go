@@ -65,13 +65,16 @@ type gor struct {
 	// count counts preemption points down to the next clock read.
 	count int
 	// lazy and priv hold the lazy forks of the threads running on g, the
-	// ones a revoker may take and the private ones (lazy.go).
-	lazy lazyStack
-	priv privStack
+	// ones a revoker may take and the private ones (lazy.go); frames are
+	// those threads, innermost last.
+	lazy   lazyStack
+	priv   Forks
+	frames []frame
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
-	// local is Task.Local's slot.
-	local any
+	// nextYield is when forks that only counted their polls down offer the
+	// OS processor next (Forks.Point).
+	nextYield int64
 	// label is the rank whose profiler labels the goroutine carries.
 	label int
 	// locked says g is locked to its OS thread (from its first passage into
@@ -100,7 +103,9 @@ func (rt *Runtime) newGor() *gor {
 
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
-	return &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
+	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
+	g.priv.g = g
+	return g
 }
 
 // start runs g's main on a new goroutine, holding w's token if w is not nil.
@@ -123,7 +128,7 @@ func (g *gor) main() {
 		// A thread called runtime.Goexit (t.FailNow, say): this goroutine
 		// dies, but its worker must not; a spare carries on.
 		if goexit && g.w != nil {
-			g.promoteAll(g.w)
+			g.abandon(g.w)
 			g.handOff()
 		}
 	}()
@@ -174,7 +179,7 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	defer func() {
 		if !returned { // runtime.Goexit; run finished t
 			if g.w != nil {
-				g.promoteAll(g.w)
+				g.abandon(g.w)
 				g.handOff()
 			}
 			g.exit()
@@ -382,7 +387,7 @@ func (g *gor) waitFor(ctx context.Context, t, child *Task) (cancelled bool) {
 // scheduler mode, holding a token (not necessarily the same worker's).
 func (g *gor) run(t *Task) {
 	t.g = g
-	floor := g.begin()
+	g.begin(t)
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
@@ -397,7 +402,7 @@ func (g *gor) run(t *Task) {
 	returned = true
 	g.enter(t)
 	g.promoteOrphans(g.w)
-	g.end(floor)
+	g.end()
 	g.retire(t)
 }
 
@@ -409,7 +414,7 @@ func (g *gor) run(t *Task) {
 // run.
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
-	floor := g.begin()
+	g.begin(child)
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit, as in run
@@ -423,7 +428,7 @@ func (g *gor) runInline(t, child *Task) {
 	returned = true
 	orphans := g.orphans()
 	if !orphans {
-		g.end(floor)
+		g.end()
 		// Nobody else knows of child: the compare-and-swap fails if a
 		// joiner registered meanwhile, and then child ends by retire.
 		if !child.root && child.waiters.CompareAndSwap(nil, doneWaiters) {
@@ -433,7 +438,7 @@ func (g *gor) runInline(t, child *Task) {
 	g.enter(t)
 	if orphans {
 		g.promoteOrphans(g.w)
-		g.end(floor)
+		g.end()
 	}
 	g.retire(child)
 	g.leave()

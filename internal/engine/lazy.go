@@ -16,14 +16,16 @@ import (
 // real thread of the bank (it is promoted) only when work is wanted
 // elsewhere, as in heartbeat scheduling (Acar et al., PLDI 2018):
 //
-//   - at a heartbeat: a preemption point that is due anyway (every
-//     checkEvery points or when the attention word is raised) promotes the
+//   - at a heartbeat: a preemption point that is due anyway (the attention
+//     word is raised, or checkEvery points of the other kinds went by; see
+//     pollEvery for forks) promotes the
 //     oldest lazy fork, the one of greatest fork potential, when the bank of
 //     its priority is empty, so that a deal or a request finds work at once;
 //   - when the goroutine stops running its thread (preemption, a Join that
 //     must wait, Await, Sleep, Goexit): every lazy fork is promoted, since
 //     the threads are ready and nobody else could run them;
-//   - when a thread ends with forks it never joined: they are promoted;
+//   - when a thread ends with shared forks it never joined: they are
+//     promoted (private ones are left only by a panic, and dropped);
 //   - when the goroutine's token is revoked (revoke.go): the revoker
 //     promotes the shared ones (below) into the worker it took, because the
 //     stuck thread may be blocked waiting for one of them.
@@ -32,10 +34,11 @@ import (
 // forks of Spawn: their parent may block on them outside fairly (a channel
 // the child sends on), so a revoker must be able to take them, and push and
 // take pay an atomic store and a compare-and-swap. The private one
-// (privStack) holds the forks of Task.Fork (thread.Fork2), whose parent
-// never waits for them before its own call returns: only the owner promotes
-// them, so push and take are plain writes, and a fork and join costs a few
-// nanoseconds. Heartbeats take the older bottom fork of the two stacks.
+// (Forks) holds the forks of thread.Fork2 and Join2, whose parent never
+// waits for them before its own call returns: only the owner promotes
+// them, so push and pop are plain writes into records prepared only when
+// promoted, and a fork and join costs about a call. Heartbeats take the
+// older bottom fork of the two stacks.
 //
 // The shared stack. slots is pushed only by the goroutine that owns the stack; a
 // slot holds a fork until somebody takes it out by compare-and-swap to nil:
@@ -54,9 +57,7 @@ import (
 //     a promoter, who marks it shared and puts it into a bank, where every
 //     runner claims it by compare-and-swap on its state first (Task.claim).
 //     A fork joined out of order is claimed in place and its slot goes
-//     stale: promoters skip claimed tasks. A private fork is in one slot
-//     that only its owner reads and writes: it leaves it once, to be run
-//     inline (take) or promoted.
+//     stale: promoters skip claimed tasks. (Private forks: see Forks.)
 //   - No fork is lost. A fork is in its slot until taken. Its owner promotes
 //     every fork still in a slot before it parks or ends the thread that
 //     made it (pops never go below the floor of the thread running now, so
@@ -133,102 +134,273 @@ func (s *lazyStack) drop() {
 	s.bot = min(s.bot, s.top)
 }
 
-// privStack is the private lazy stack: forks of Task.Fork, which only the
-// owner pushes, takes and promotes. slots[:top] may hold forks,
-// slots[:bot] hold none (promoted slots are nil), and pops never go below
-// floor, as in lazyStack.
-type privStack struct {
-	slots           []*Task
+// Lazy is the record of a private lazy fork: thread.Fork2's second call,
+// written into the record at its level of the goroutine's Forks and nothing
+// else. Its task is prepared only if the fork is promoted, which is rare.
+type Lazy interface {
+	// Promote prepares the record's task as a fork of parent, the thread
+	// that made it (its priority, its context), and returns the task. The
+	// engine sets the task's depth.
+	Promote(parent *Task) *Task
+}
+
+// Forks is a goroutine's stack of private lazy forks, the forks of
+// thread.Fork2 and Join2. Only the goroutine itself pushes, pops and
+// promotes them, so every operation is a plain read or write.
+//
+// slots[i] is the record of level i: slots[:top] are forks pushed and not
+// yet popped, slots[top:] records free for reuse (nil where none was made
+// yet). Forks are promoted oldest first, from bot up: slots[:bot] were
+// promoted and are nil (the record of a promoted fork belongs to its task
+// now), while slots[bot:top] are forks still to be taken, none nil. So a
+// fork of level i was promoted exactly when i < bot, and a pop reads no
+// slot. floor is top when the innermost thread running on the goroutine
+// started: the forks below it are its ancestors', and its own forks are
+// slots[floor:top].
+//
+// The fast path of a fork (thread.Fork2): NextFork gives the record free
+// at level top while no preemption point is due, the caller writes the
+// function and the argument into it, Push raises top; after the first
+// call, Pop lowers top again if the fork was not promoted. No record is
+// initialised, no depth or context copied, nothing deferred; a countdown
+// (pollEvery) is the only other write.
+//
+// Invariants, and why they hold:
+//   - A fork runs exactly once. It leaves the stack once: by Pop or Take,
+//     and its parent runs it inline, or by a promotion, which sets the slot
+//     to nil, raises bot past it and puts the task into a bank, where
+//     runners claim it by compare-and-swap (Task.claim). Pop and Take
+//     succeed only at or above bot, where nothing was promoted: the
+//     promoters (heartbeat, promoteAll) move bot up past every fork they
+//     promote, and bot goes down only with top (Take, end), so slots[bot:top]
+//     are never promoted ones.
+//   - The record in slots[level] when the Fork2 of that level pops is its
+//     own: a level's record changes only at Install, at level top, and
+//     while a Fork2 of level i runs its first call, top stays above i
+//     (nested forks push and pop above it; threads nested on the goroutine
+//     keep their floors above it).
+//   - A panic needs no defer. A Fork2 whose first call panics leaves its
+//     fork in its slot, above the level of every Fork2 still running on the
+//     goroutine. Either the thread's body ends with the panic, and end
+//     lowers top to the thread's floor, dropping the fork; or code of the
+//     thread recovers it, and the enclosing Fork2, finding top above its
+//     own level, drops the forks above its level (Take). The second call of
+//     the panicking Fork2 does not start then, as it would not after a
+//     plain call that panicked, unless a worker took it before: a
+//     heartbeat promotes the oldest fork, and between the recover and the
+//     enclosing Fork2's return that may be the dropped one (its result
+//     and panic are then lost; Goexit drops the goroutine's forks likewise).
+//   - Promotion stays oldest-first: the heartbeat takes slots[bot], the
+//     fork of greatest fork potential, as before. Its depth is computed
+//     when promoted, from its owner's depth and its level above the owner's
+//     floor (nesting), since the fast path keeps none.
+type Forks struct {
+	g               *gor
+	slots           []Lazy
 	top, bot, floor int
+	// polls counts the polls of forks and loop iterations down to a pass
+	// through the scheduler (pollEvery).
+	polls int
 }
 
-// push records t as the youngest private fork.
-func (s *privStack) push(t *Task) {
+// Forks is the stack of private forks of the goroutine that runs t.
+func (t *Task) Forks() *Forks { return &t.g.priv }
+
+// NextFork gives the stack of private forks of the goroutine that runs t,
+// the level of the next fork, and the record free at that level if no
+// preemption point is due, else nil: the caller then takes the slow path
+// (Free, Install, Push and Point). The attention word is raised by the
+// ticker every interrupt, by work requests and deals, and the mode word
+// says a revoker took the goroutine's token; the countdown (pollEvery)
+// only paces the offers of the OS processor.
+func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
+	g := t.g
+	s = &g.priv
+	level = s.top
+	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|g.mode.Load()&modeRevoked == 0 {
+		free = s.slots[level]
+	}
+	return s, level, free
+}
+
+// pollEvery is how many polls of forks and loop iterations pass, when
+// nothing raised the attention word, before a loop passes through the
+// scheduler or a fork offers its OS processor (Point). With the word alone
+// a computation that only forks would offer it once an interrupt instead
+// of every osYieldEvery: threads resumed after Await then waited for the
+// OS, and the scheduler's part of Table 5's echo p99 grew (docs/design.md,
+// the fork path). 1024 polls are a few µs of forking.
+const pollEvery = 1024
+
+// Free gives the record free at the next level, nil if none; it is
+// NextFork's for the slow path, whatever is due.
+func (s *Forks) Free() Lazy {
+	if s.top < len(s.slots) {
+		return s.slots[s.top]
+	}
+	return nil
+}
+
+// Push makes the record at the next level, written by the caller, the
+// youngest fork.
+func (s *Forks) Push() { s.top++ }
+
+// Pop takes back the fork of level if it is the youngest and was not
+// promoted: then the caller runs it inline. Otherwise the caller calls
+// Take.
+func (s *Forks) Pop(level int) bool {
+	if s.top == level+1 && s.bot <= level {
+		s.top = level
+		return true
+	}
+	return false
+}
+
+// Take is Pop's slow path. It drops the forks above level, left by a panic
+// that the thread recovered (their first call never returned), and reports
+// whether the fork of level is still there: if not, it was promoted, and
+// the caller joins its task.
+func (s *Forks) Take(level int) bool {
+	promoted := level < s.bot
+	s.top = level
+	s.bot = min(s.bot, level)
+	return !promoted
+}
+
+// Install makes r the record of the next level, for a level that has none
+// or one of other types.
+func (s *Forks) Install(r Lazy) {
 	if s.top == len(s.slots) {
-		s.slots = append(s.slots, t)
+		s.slots = append(s.slots, r)
 	} else {
-		s.slots[s.top] = t
+		s.slots[s.top] = r
 	}
-	s.top++
 }
 
-// take takes t out of its slot if it is the youngest fork; either way it
-// drops the empty slots on top, which forks promoted meanwhile left.
-func (s *privStack) take(t *Task) bool {
-	ok := false
-	if i := s.top - 1; i >= s.floor && s.slots[i] == t {
-		s.slots[i] = nil
-		s.top = i
-		ok = true
+// Point passes the preemption point of a fork that t just pushed, when
+// NextFork found one due: the heartbeat there may promote the oldest fork. It also
+// brings back a goroutine whose token was revoked.
+func (s *Forks) Point(t *Task) {
+	g := s.g
+	if attn := g.w.attn.Load() != 0; attn || g.mode.Load()&modeRevoked != 0 {
+		g.forked(t, attn)
+		return
 	}
-	for s.top > s.floor && s.slots[s.top-1] == nil {
-		s.top--
+	if s.polls <= 0 {
+		// Only the count ran out: offer the OS processor when it is time,
+		// as service does, without a pass and its heartbeat, which would
+		// promote forks that nobody asked for.
+		s.polls = pollEvery
+		if now := g.rt.now(); now >= g.nextYield {
+			g.nextYield = now + int64(osYieldEvery)
+			osYield()
+		}
 	}
-	s.bot = min(s.bot, s.top)
-	return ok
+}
+
+// nesting is how many private forks the running thread has pending: the
+// calls it runs now are that much deeper in its fork tree, for the depth
+// of the threads it forks.
+func (g *gor) nesting() int32 { return int32(g.priv.top - g.priv.floor) }
+
+// owner is the thread that pushed private fork i and the floor of its
+// forks: the innermost running thread whose floor is at most i.
+func (g *gor) owner(i int) (*Task, int) {
+	floor := g.priv.floor
+	k := len(g.frames) - 1
+	for ; k > 0 && i < floor; k-- {
+		floor = g.frames[k].saved.private
+	}
+	return g.frames[k].t, floor
+}
+
+// promotePriv promotes private fork i into w.
+func (g *gor) promotePriv(w *worker, i int) {
+	l := g.priv.slots[i]
+	g.priv.slots[i] = nil
+	parent, floor := g.owner(i)
+	t := l.Promote(parent)
+	t.depth = parent.depth + int32(i-floor) + 1
+	w.promoted(t)
 }
 
 // floors are the floors of both lazy stacks, saved while a thread runs
 // inside another on the same goroutine.
 type floors struct{ shared, private int }
 
-// begin marks the start of a thread on the goroutine; it returns the floors
-// to give back to end.
-func (g *gor) begin() floors {
-	saved := floors{g.lazy.floor, g.priv.floor}
-	g.lazy.floor, g.priv.floor = g.lazy.top, g.priv.top
-	return saved
+// frame is a thread running on a goroutine, and the floors of the thread
+// it runs inside.
+type frame struct {
+	t     *Task
+	saved floors
 }
 
-// orphans reports whether the thread that runs now may have left forks
-// unjoined.
-func (g *gor) orphans() bool { return g.lazy.floor < g.lazy.top || g.priv.floor < g.priv.top }
+// begin marks the start of thread t on the goroutine.
+func (g *gor) begin(t *Task) {
+	g.frames = append(g.frames, frame{t, floors{g.lazy.floor, g.priv.floor}})
+	g.lazy.floor, g.priv.floor = g.lazy.top, g.priv.top
+}
 
-// end closes the thread begun with begin, whose forks must all be taken by
-// now (promoteOrphans).
-func (g *gor) end(saved floors) {
+// orphans reports whether the thread that runs now may have left shared
+// forks unjoined. (Private forks above its floor are left only by a panic,
+// and dropped by end.)
+func (g *gor) orphans() bool { return g.lazy.floor < g.lazy.top }
+
+// end closes the thread begun last, whose shared forks must all be taken
+// by now (promoteOrphans). Its private forks still pushed are dropped:
+// their first call panicked or exited (see Forks).
+func (g *gor) end() {
 	s, p := &g.lazy, &g.priv
 	s.top, p.top = s.floor, p.floor
 	s.bot, p.bot = min(s.bot, s.top), min(p.bot, p.top)
+	n := len(g.frames) - 1
+	saved := g.frames[n].saved
+	g.frames[n] = frame{}
+	g.frames = g.frames[:n]
 	s.floor, p.floor = saved.shared, saved.private
 }
 
-// promoteRange promotes into w the forks still in the slots [from, to) of
-// both stacks.
-func (g *gor) promoteRange(w *worker, from floors, to floors) {
-	for i := from.shared; i < to.shared; i++ {
+// promoteShared promotes into w the shared forks still in the slots
+// [from, to).
+func (g *gor) promoteShared(w *worker, from, to int) {
+	for i := from; i < to; i++ {
 		if t := g.lazy.slots[i].Load(); t != nil && g.lazy.slots[i].CompareAndSwap(t, nil) {
 			w.promoted(t)
 		}
 	}
-	for i := from.private; i < to.private; i++ {
-		if t := g.priv.slots[i]; t != nil {
-			g.priv.slots[i] = nil
-			w.promoted(t)
-		}
-	}
 }
 
-// promoteOrphans promotes into w the forks that the thread running now
-// leaves unjoined; w is owned by the caller.
+// promoteOrphans promotes into w the shared forks that the thread running
+// now leaves unjoined; w is owned by the caller.
 func (g *gor) promoteOrphans(w *worker) {
-	g.promoteRange(w, floors{g.lazy.floor, g.priv.floor}, floors{g.lazy.top, g.priv.top})
+	g.promoteShared(w, g.lazy.floor, g.lazy.top)
 }
 
 // promoteAll promotes into w every lazy fork of g: g is about to park, and
 // its forks are ready threads that nobody else could run meanwhile. The
 // threads on g find them claimed or shared when they resume.
 func (g *gor) promoteAll(w *worker) {
-	g.promoteRange(w, floors{g.lazy.bot, g.priv.bot}, floors{g.lazy.top, g.priv.top})
-	g.lazy.bot, g.priv.bot = g.lazy.top, g.priv.top
+	g.promoteShared(w, g.lazy.bot, g.lazy.top)
+	g.lazy.bot = g.lazy.top
+	for p := &g.priv; p.bot < p.top; p.bot++ {
+		g.promotePriv(w, p.bot)
+	}
+}
+
+// abandon is promoteAll for a goroutine that exits by runtime.Goexit: the
+// private forks are dropped with the frames of the Fork2 calls that made
+// them, as a panic drops them.
+func (g *gor) abandon(w *worker) {
+	g.priv.top, g.priv.bot = 0, 0
+	g.promoteAll(w)
 }
 
 // heartbeat keeps one real thread of the running priority in the bank when
-// the goroutine has lazy forks: at every due preemption point (every
-// checkEvery points, or when the attention word is raised), if the bank of
-// that priority is empty, it promotes the oldest lazy fork of the two
-// stacks, the one of greatest fork potential. A deal or a request then
-// finds work at once, while at most one fork in checkEvery pays for a bank.
+// the goroutine has lazy forks: at every due preemption point (the
+// attention word raised, or checkEvery points of the other kinds), if the
+// bank of that priority is empty, it promotes the oldest lazy fork of the
+// two stacks, the one of greatest fork potential. A deal or a request then
+// finds work at once, while forks pay for a bank only when work is wanted.
 // With no lazy fork to give, and a deal due or asked for, it raises
 // g.wanted instead, for code that can make work on demand (a parallel loop
 // splits its range, see Task.Wanted).
@@ -244,15 +416,16 @@ func (g *gor) heartbeat(w *worker, now int64) {
 			break
 		}
 	}
-	for p.bot < p.top && p.slots[p.bot] == nil {
-		p.bot++
+	priv := p.bot < p.top
+	if priv && shared != nil {
+		owner, floor := g.owner(p.bot)
+		priv = owner.depth+int32(p.bot-floor)+1 < s.depths[s.bot]
 	}
 	switch {
-	case p.bot < p.top && (shared == nil || p.slots[p.bot].depth < s.depths[s.bot]):
-		if t := p.slots[p.bot]; policy.Promote(len(w.rt.workers), w.hasLive(int(t.rank))) {
-			p.slots[p.bot] = nil
+	case priv:
+		if owner, _ := g.owner(p.bot); policy.Promote(len(w.rt.workers), w.hasLive(int(owner.rank))) {
+			g.promotePriv(w, p.bot)
 			p.bot++
-			w.promoted(t)
 		}
 	case shared != nil:
 		if policy.Promote(len(w.rt.workers), w.hasLive(int(shared.rank))) && s.slots[s.bot].CompareAndSwap(shared, nil) {

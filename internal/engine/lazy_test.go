@@ -61,32 +61,60 @@ func TestLazyStackTakenOnce(t *testing.T) {
 	}
 }
 
+// lazyRec is a private fork whose task runs f once promoted.
+type lazyRec struct {
+	task Task
+	f    func(*Task)
+}
+
+func (r *lazyRec) Promote(parent *Task) *Task {
+	r.task.InitLike(parent, fn(r.f))
+	return &r.task
+}
+
+// push forks r on s at the next level, as thread.Fork2's slow path does.
+func (s *Forks) pushRec(r Lazy) int {
+	i := s.top
+	s.Install(r)
+	s.Push()
+	return i
+}
+
 // The private stack gives a fork back to its owner only while it is the
-// youngest one there, and drops the slots that promotions emptied, so that
-// a fork promoted under younger ones is reported taken by someone else.
-func TestPrivStackTake(t *testing.T) {
-	var s privStack
-	a, b, c := &Task{}, &Task{}, &Task{}
-	s.push(a)
-	s.push(b)
-	s.push(c)
-	if s.take(b) {
-		t.Fatal("took b from under c")
+// youngest one there and still in its slot; Take drops the forks above its
+// level (left by a recovered panic) and reports a promoted fork gone.
+func TestForksPopAndTake(t *testing.T) {
+	var s Forks
+	a, b, c := &lazyRec{}, &lazyRec{}, &lazyRec{}
+	la, lb, lc := s.pushRec(a), s.pushRec(b), s.pushRec(c)
+	if s.Pop(lb) {
+		t.Fatal("popped b from under c")
 	}
-	if !s.take(c) || s.top != 2 {
-		t.Fatalf("take(c): top %d", s.top)
+	if !s.Pop(lc) || s.top != 2 {
+		t.Fatalf("Pop(c): top %d", s.top)
 	}
-	s.slots[0], s.bot = nil, 1 // a heartbeat promotes a, the oldest
-	if !s.take(b) || s.top != 0 || s.bot != 0 {
-		t.Fatalf("take(b): top %d bot %d, want the promoted slot dropped", s.top, s.bot)
+	s.slots[la], s.bot = nil, 1 // a heartbeat promotes a, the oldest
+	if !s.Pop(lb) || s.top != 1 {
+		t.Fatalf("Pop(b): top %d", s.top)
 	}
-	if s.take(a) {
-		t.Fatal("took a promoted fork")
+	if s.Pop(la) || s.Take(la) || s.top != 0 || s.bot != 0 {
+		t.Fatalf("took a promoted fork: top %d bot %d", s.top, s.bot)
 	}
-	s.push(a)
-	s.floor = 1
-	s.push(b)
-	if !s.take(b) || s.take(a) {
-		t.Fatal("take went below the floor")
+	// b and c are free records now, reused by the next forks of their levels.
+	if s.slots[0] != nil {
+		t.Fatal("level 0 has no record after a's promotion")
+	}
+	a = &lazyRec{}
+	la = s.pushRec(a)
+	lb = s.pushRec(b)
+	if s.slots[lb] != Lazy(b) || s.slots[lb+1] != Lazy(c) {
+		t.Fatal("free records were not kept")
+	}
+	s.Push() // c's level: its first call panics and the thread recovers
+	if s.Pop(lb) || !s.Take(lb) || s.top != lb {
+		t.Fatalf("Take(b) above a panicked fork: top %d", s.top)
+	}
+	if !s.Pop(la) || s.top != 0 {
+		t.Fatal("Pop(a)")
 	}
 }

@@ -56,7 +56,7 @@ func (g *gor) enterPoint(t *Task) {
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
 func (g *gor) checkpoint(t *Task) {
-	g.count = checkEvery
+	g.count, g.priv.polls = checkEvery, pollEvery
 	w := g.w
 	now := w.rt.now()
 	g.heartbeat(w, now)
@@ -80,8 +80,8 @@ func (g *gor) checkpoint(t *Task) {
 // once, in the bank of t's worker; one of higher priority makes the worker
 // reconsider at the next preemption point.
 func (t *Task) Spawn(child *Task) {
-	child.depth = t.depth + 1
 	g := t.g
+	child.depth = t.depth + g.nesting() + 1
 	if child.rank == t.rank {
 		g.lazy.push(child)
 		if due := g.due(); due || g.mode.Load()&modeRevoked != 0 { // after the push: see lazy.go
@@ -92,12 +92,27 @@ func (t *Task) Spawn(child *Task) {
 	g.spawnReal(t, child, false)
 }
 
+// forked is the slow path of the preemption point of a fork that t just
+// pushed on a lazy stack: it passes through the scheduler when the point is
+// due, else brings back a goroutine whose token was revoked (for the shared
+// stack, checking that after the push is half of the revocation protocol:
+// see lazy.go). The callers test both conditions inline, so that a fork
+// pays no call when neither holds.
+func (g *gor) forked(t *Task, due bool) {
+	if due {
+		g.pass(t) // enter reattaches a revoked goroutine
+		return
+	}
+	g.enter(t)
+	g.leave()
+}
+
 // Offer queues child, prepared with Init, as a thread forked by the running
 // thread t, like Spawn, but as a real thread at once: it goes into the bank
 // of t's worker, where other workers can take it. Code that makes work on
 // demand uses it when Wanted says so.
 func (t *Task) Offer(child *Task) {
-	child.depth = t.depth + 1
+	child.depth = t.depth + t.g.nesting() + 1
 	t.g.spawnReal(t, child, child.rank == t.rank)
 }
 
@@ -124,6 +139,24 @@ func (g *gor) spawnReal(t, child *Task, offered bool) {
 // shared memory but the worker's attention word and inlines, so that a
 // loop can poll at every iteration.
 func (t *Task) Due() bool { return t.g.due() }
+
+// Attention reports whether a preemption point of t is due because the
+// worker's attention word is raised (by the ticker every interrupt, by a
+// request for work, a deal, a thread of higher priority), t's token was
+// revoked, or pollEvery polls went by: then the caller calls Wanted. It
+// reads no clock and counts on the goroutine's fork stack, so that a loop
+// polling it at every iteration passes the scheduler once every 1024
+// iterations at most where Due would every 64.
+func (t *Task) Attention() bool { return t.g.attention() }
+
+// attention is the poll of Attention and of forks (lazy.go).
+func (g *gor) attention() bool {
+	if g.w.attn.Load()|g.mode.Load()&modeRevoked != 0 {
+		return true
+	}
+	g.priv.polls--
+	return g.priv.polls <= 0
+}
 
 // Wanted passes a preemption point that Due reported due, and reports
 // whether another worker wants work of t's priority and t's worker has
@@ -191,58 +224,6 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	g.leave()
 	return cancelled
 }
-
-// Fork records child, prepared with InitLike(t), as a private lazy fork of
-// the running thread t (lazy.go): a fork that t's code takes back with
-// TakeFork once the call that runs beside it returns, and that is never
-// waited for before then. It costs a few plain writes; another worker gets
-// it only if a heartbeat or a preemption promotes it.
-func (t *Task) Fork(child *Task) {
-	child.depth = t.depth + 1
-	g := t.g
-	g.priv.push(child)
-	if due := g.due(); due || g.mode.Load()&modeRevoked != 0 {
-		g.forked(t, due)
-	}
-}
-
-// forked is the slow path of the preemption point of a fork that t just
-// pushed on a lazy stack: it passes through the scheduler when the point is
-// due, else brings back a goroutine whose token was revoked (for the shared
-// stack, checking that after the push is half of the revocation protocol:
-// see lazy.go). The callers test both conditions inline, so that a fork
-// pays no call when neither holds.
-func (g *gor) forked(t *Task, due bool) {
-	if due {
-		g.pass(t) // enter reattaches a revoked goroutine
-		return
-	}
-	g.enter(t)
-	g.leave()
-}
-
-// TakeFork takes child, a fork of t made by Fork, so that t's code runs it
-// inline as a plain call (fine-grained fork-join without a handle, see
-// thread.Fork2). It reports false when another worker took child first:
-// then t must Join it. private says that child never left t's goroutine,
-// so that nothing refers to it any more and it may be prepared and forked
-// again.
-func (t *Task) TakeFork(child *Task) (taken, private bool) {
-	if t.g.priv.take(child) {
-		return true, true
-	}
-	return child.claim(), false
-}
-
-// Nest adds d to the fork depth of the running thread t: code that runs
-// lazy forks inline as plain calls (thread.Fork2) goes one level deeper for
-// their duration, so that the forks they make in turn count as younger, of
-// less potential, than the ones made before.
-func (t *Task) Nest(d int32) { t.depth += d }
-
-// Local is a slot private to the goroutine that runs t and the threads it
-// runs inline, for caches of package thread (pooled fork records).
-func (t *Task) Local() *any { return &t.g.local }
 
 // Yield is a preemption point for threads that run long loops without other
 // thread operations.

@@ -298,7 +298,7 @@ func runTrees(t *testing.T, rt *Runtime, lo, hi fairness.Priority, roots, depth 
 	}
 }
 
-// Private forks (Task.Fork, thread.Fork2's) under load at four workers,
+// Private forks (Forks, thread.Fork2's) under load at four workers,
 // with threads that block outside Await now and then so that tokens are
 // revoked, and a Spawn inside every fifth fork: every fork runs exactly
 // once, inline by its parent or promoted and run elsewhere.
@@ -316,9 +316,10 @@ func TestStressPrivateForks(t *testing.T) {
 			return 1
 		}
 		var b int
-		fork := &Task{}
-		fork.InitLike(p, fn(func(t *Task) { b = tree(t, n-2) }))
-		p.Fork(fork)
+		s := p.Forks()
+		fork := &lazyRec{f: func(t *Task) { b = tree(t, n-2) }}
+		level := s.pushRec(fork)
+		s.Point(p)
 		var a int
 		if k%5 == 0 {
 			c := spawn(p, func(t *Task) { a = tree(t, n-1) })
@@ -326,10 +327,10 @@ func TestStressPrivateForks(t *testing.T) {
 		} else {
 			a = tree(p, n-1)
 		}
-		if taken, _ := p.TakeFork(fork); taken {
+		if s.Pop(level) || s.Take(level) {
 			b = tree(p, n-2)
 		} else {
-			p.Join(fork)
+			p.Join(&fork.task)
 		}
 		return a + b + 1
 	}
