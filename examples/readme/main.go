@@ -14,9 +14,7 @@ func fib(c *thread.Ctx, n int) int {
 	if n < 2 {
 		return n
 	}
-	h := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) int { return fib(c, n-1) })
-	b := fib(c, n-2)
-	a, _ := thread.Join(c, h)
+	a, b := thread.Fork2(c, fib, n-1, n-2) // fib(n-1) may run elsewhere; no allocation
 	return a + b
 }
 
