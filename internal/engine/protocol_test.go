@@ -447,9 +447,15 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	var release atomic.Bool
 	defer release.Store(true)
 	var started atomic.Int32
+	var outlasted atomic.Bool // a hog gave up spinning before the top thread ended
 	hog := func(*Task) {
 		started.Add(1)
-		spinUntil(&release, 3*time.Second) // no preemption point
+		// No preemption point, and spinning for longer than the wait below
+		// lasts: a top thread that waited for a hog's call to end would not
+		// end within it.
+		if !spinUntil(&release, 2*patience) {
+			outlasted.Store(true)
+		}
 	}
 	var running atomic.Bool
 	top := submit(t, rt, hi, func(t *Task) {
@@ -463,7 +469,7 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	}
 	h1 := submit(t, rt, lo, hog)
 	h2 := submit(t, rt, lo, hog)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience) // a hang bound
 	defer cancel()
 	err := top.WaitContext(ctx)
 	hogs := started.Load()
@@ -472,6 +478,7 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	h2.Wait()
 	t.Logf("hogs started %d, rescues %d, preemptions %d", hogs, rt.Totals().Rescues, rt.Totals().Preemptions)
 	require.NoError(t, err, "the top-priority thread waited for a hog's call to end")
+	assert.False(t, outlasted.Load(), "a hog stopped spinning before the top-priority thread ended")
 }
 
 // A thread's processor time is in the totals as soon as a Wait for it
