@@ -151,15 +151,19 @@ func TestArrivalRevokesStuckWorker(t *testing.T) {
 		rt, lo, hi := levels(t, procs, 50, 50)
 		var ran atomic.Bool
 		var stuck sync.WaitGroup
+		var spinning atomic.Int32
 		ok := make([]bool, procs)
 		for i := range procs {
 			stuck.Add(1)
 			submit(t, rt, lo, func(*Task) {
 				defer stuck.Done()
+				spinning.Add(1)
 				ok[i] = spinUntil(&ran, patience)
 			})
 		}
-		time.Sleep(5 * time.Millisecond) // let them start spinning
+		// Every worker is stuck before the top thread arrives (else it
+		// could run on a worker that has not started its spinner yet).
+		require.True(t, eventually(func() bool { return spinning.Load() == int32(procs) }), "P=%d: the spinners never started", procs)
 		top := submit(t, rt, hi, func(*Task) { ran.Store(true) })
 		top.Wait()
 		stuck.Wait()
@@ -402,12 +406,13 @@ func TestDetachedThreadGetsAP(t *testing.T) {
 	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 	rt, lo, hi := levels(t, 1, 50, 50)
 	base := goruntime.GOMAXPROCS(0)
-	var stop atomic.Bool
+	var stop, started atomic.Bool
 	stuck := submit(t, rt, lo, func(*Task) {
+		started.Store(true)
 		for !stop.Load() { // no preemption point
 		}
 	})
-	time.Sleep(5 * time.Millisecond)
+	require.True(t, eventually(started.Load), "the stuck thread never started")
 	// Takes the stuck worker's token and keeps it, computing.
 	busy := submit(t, rt, hi, func(tk *Task) {
 		for !stop.Load() {
