@@ -364,7 +364,9 @@ func TestUnjoinedPanics(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var got any
-	for range 100 {
+	// The orphan must run and its handle be collected: collect until the
+	// report comes, within a bound for hangs only.
+	for end := time.Now().Add(closePatience); time.Now().Before(end); {
 		goruntime.GC()
 		select {
 		case got = <-reports:
