@@ -28,6 +28,8 @@ var ErrNilFunction = errors.New("fairly: nil thread function")
 // ErrGoexit is reported by the handle of a thread that called runtime.Goexit
 // (for instance through testing.T.FailNow) instead of returning. (A thread
 // that Run runs on the calling goroutine ends that goroutine instead.)
+// AwaitContext returns it when its function, run on a goroutine of its own
+// because the thread's context can be cancelled, calls runtime.Goexit.
 var ErrGoexit = errors.New("fairly: thread called runtime.Goexit")
 
 // ErrJoinSelf is returned by Join when a thread joins its own handle, which
