@@ -546,7 +546,7 @@ func TestResumedThreadSeizesWorker(t *testing.T) {
 				}
 			})
 			sent := 0
-			for ; sent < 200 || rt.Stats().Seizures == 0 && sent < 2000; sent++ {
+			for ; sent < 100 || rt.Stats().Seizures == 0 && sent < 2000; sent++ {
 				waitUntil(t, func() bool { return waiting.Load() == int64(sent) }, "the thread took event %d", sent)
 				batchComputes(t, rounds)
 				ch <- sent
