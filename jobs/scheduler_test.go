@@ -207,7 +207,9 @@ func TestConcurrentRunSyncShareOneExecution(t *testing.T) {
 		go func() { defer wg.Done(); errs[i] = s.RunSync(context.Background(), job) }()
 	}
 	require.Eventually(t, func() bool { return runs.Load() == 1 }, 10*time.Second, time.Millisecond)
-	time.Sleep(10 * time.Millisecond) // let the other callers attach
+	// The other callers attach to the running job (a caller that came after
+	// its end would run it again).
+	require.Eventually(t, func() bool { return jobs.Callers(s, "clone", "linux") == 3 }, 10*time.Second, time.Millisecond)
 	close(g)
 	wg.Wait()
 	assert.Equal(t, int32(1), runs.Load())

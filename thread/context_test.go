@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,6 +162,44 @@ func TestAwaitContextLatePanic(t *testing.T) {
 	require.ErrorIs(t, res, context.Canceled)
 	close(release)
 	assert.Equal(t, "late", <-reported)
+}
+
+// AwaitContext returns an error, so a panic in its function comes back as
+// a *PanicError, and the thread goes on, with or without a context that can
+// be cancelled (two paths: f runs on the thread's goroutine or on one of its
+// own); a runtime.Goexit on AwaitContext's goroutine gives ErrGoexit. None of
+// these reaches Config.OnPanic.
+func TestAwaitContextPanic(t *testing.T) {
+	reported := make(chan any, 4)
+	o := fairness.NewOrder()
+	rt, err := runtime.New(runtime.Config{Procs: 1, Order: o, OnPanic: func(_ fairness.Priority, v any, _ []byte) { reported <- v }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ctx := range []context.Context{context.Background(), ctx} {
+		res, err := thread.RunContext(ctx, rt, o.Top(), func(c *thread.Ctx) []error {
+			_, panicked := thread.AwaitContext(c, func(context.Context) (int, error) { panic("boom") })
+			v, after := thread.AwaitContext(c, func(context.Context) (int, error) { return 7, nil })
+			if v != 7 {
+				after = fmt.Errorf("AwaitContext after a panic gave %d", v)
+			}
+			return []error{panicked, after}
+		})
+		require.NoError(t, err)
+		var pe *thread.PanicError
+		require.ErrorAs(t, res[0], &pe)
+		assert.Equal(t, "boom", pe.Value)
+		assert.Contains(t, string(pe.Stack), "TestAwaitContextPanic")
+		assert.NoError(t, res[1], "the thread goes on after the panic")
+	}
+	res, err := thread.RunContext(ctx, rt, o.Top(), func(c *thread.Ctx) error {
+		_, err := thread.AwaitContext(c, func(context.Context) (int, error) { goruntime.Goexit(); return 0, nil })
+		return err
+	})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, thread.ErrGoexit)
+	require.NoError(t, rt.Close())
+	assert.Empty(t, reported, "a panic that AwaitContext returned is not reported again")
 }
 
 // Misuse of the context API fails clearly.

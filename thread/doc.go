@@ -16,17 +16,14 @@
 // function that returns an error reports them through it, and a function
 // that returns only values behaves like a plain call.
 //
-//   - Join, Handle.Wait, Run, For, Map, Reduce, MapReduce and Group.Wait
-//     return an error: a panic comes back as a *PanicError (errors.As gets
-//     the value and the stack) and a nil function as ErrNilFunction. The
-//     thread that panicked ends; the runtime and the caller go on.
+//   - Join, Handle.Wait, Run, For, Map, Reduce, MapReduce, Group.Wait and
+//     AwaitContext return an error: a panic comes back as a *PanicError
+//     (errors.As gets the value and the stack) and a nil function as
+//     ErrNilFunction. The thread (or AwaitContext's call) that panicked
+//     ends; the runtime and the caller go on.
 //   - Fork2 and Await return only their function's results: a panic goes
 //     on up the caller's stack, as it would from f(x) (and as rayon's join
 //     does), and a nil function panics.
 //   - A panic that no call will return, in a thread started by Detach or
 //     whose handle nobody joins, goes to the runtime's Config.OnPanic.
-//
-// AwaitContext is the exception today: it returns an error, yet a panic in
-// its function before the context is done panics the thread, as Await's
-// does.
 package thread

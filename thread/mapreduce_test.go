@@ -328,7 +328,7 @@ func TestMapReduceDoNotAllocate(t *testing.T) {
 		// calling goroutine or through a worker) varies from run to run.
 		var n float64
 		require.NoError(t, runErr(rt, p, func(c *thread.Ctx) error {
-			n = testing.AllocsPerRun(20, func() { require.NoError(t, call(c)) })
+			n = fewestAllocs(20, func() { require.NoError(t, call(c)) })
 			return nil
 		}))
 		if n > 1 {

@@ -1,12 +1,3 @@
-// Package thread is fairly's user API: prioritised threads with typed
-// results, run by a runtime.Runtime.
-//
-// A thread is a closure run by a worker of the runtime at a priority. Inside
-// a thread, Spawn forks a child and Join waits for it; from an ordinary
-// goroutine, Go and Run start a thread and Handle.Wait waits for it. Spawn,
-// Join, Yield, Await and Sleep are preemption points: a thread that computes
-// for long without any of them should call Yield now and then, so that its
-// worker can switch priorities on time.
 package thread
 
 import (
@@ -37,6 +28,8 @@ var ErrNilFunction = errors.New("fairly: nil thread function")
 // ErrGoexit is reported by the handle of a thread that called runtime.Goexit
 // (for instance through testing.T.FailNow) instead of returning. (A thread
 // that Run runs on the calling goroutine ends that goroutine instead.)
+// AwaitContext returns it when its function, run on a goroutine of its own
+// because the thread's context can be cancelled, calls runtime.Goexit.
 var ErrGoexit = errors.New("fairly: thread called runtime.Goexit")
 
 // ErrJoinSelf is returned by Join when a thread joins its own handle, which
@@ -481,8 +474,10 @@ func Await[T any](c *Ctx, f func() T) T {
 // AwaitContext is Await for a call that takes the thread's context: f gets
 // c.Context(), and AwaitContext returns that context's error as soon as it
 // is done, without waiting for f, which should then return soon (its
-// result is dropped; a panic in it after that goes to Config.OnPanic). A
-// panic in f before that panics the thread.
+// result is dropped; a panic in it after that goes to Config.OnPanic).
+// Since it returns an error, a panic in f before that comes back as a
+// *PanicError, as from Join, and the thread goes on; a nil f gives
+// ErrNilFunction.
 func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	if f == nil {
@@ -493,43 +488,57 @@ func AwaitContext[T any](c *Ctx, f func(ctx context.Context) (T, error)) (T, err
 	}
 	ctx := c.Context()
 	done := c.done()
-	if done == nil {
-		var v T
-		var err error
-		c.task.Suspend(func() { v, err = f(ctx) })
-		return v, err
-	}
-	ch := make(chan awaited[T], 1)
 	var r awaited[T]
-	c.task.Suspend(func() {
-		go func() {
-			var res awaited[T]
-			defer func() {
-				if p := recover(); p != nil {
-					res.panic = &PanicError{Value: p, Stack: debug.Stack()}
-				}
-				ch <- res
+	if done == nil {
+		c.task.Suspend(func() { callAwaited(ctx, f, &r) })
+	} else {
+		ch := make(chan awaited[T], 1)
+		c.task.Suspend(func() {
+			go func() {
+				var res awaited[T]
+				// The send is deferred: it happens also when f calls
+				// runtime.Goexit. Close, called in f, refuses with
+				// ErrInThread (engine.Awaited).
+				defer func() { ch <- res }()
+				engine.Awaited(func() { callAwaited(ctx, f, &res) })
 			}()
-			engine.Awaited(func() { res.v, res.err = f(ctx) }) // Close refuses it (ErrInThread)
-		}()
-		select {
-		case r = <-ch:
-		case <-done:
-			r.err = ctx.Err()
-			go reportLate(c.task.Runtime(), c.Priority(), ch)
-		}
-	})
+			select {
+			case r = <-ch:
+			case <-done:
+				r.err = ctx.Err()
+				go reportLate(c.task.Runtime(), c.Priority(), ch)
+			}
+		})
+	}
 	if r.panic != nil {
-		panic(r.panic.Value)
+		return zero, r.panic
 	}
 	return r.v, r.err
 }
 
-// awaited is the outcome of AwaitContext's call.
 type awaited[T any] struct {
 	v     T
 	err   error
 	panic *PanicError
+}
+
+// callAwaited calls f and puts its outcome in res, a panic as a
+// PanicError. A runtime.Goexit in f still ends the calling goroutine, with
+// ErrGoexit in res: on the thread's own goroutine the thread ends with
+// ErrGoexit, as from a direct call; on a goroutine of AwaitContext's, that
+// goroutine sends res before it ends, so that the thread does not wait
+// forever and AwaitContext returns ErrGoexit.
+func callAwaited[T any](ctx context.Context, f func(context.Context) (T, error), res *awaited[T]) {
+	returned := false
+	defer func() {
+		if p := recover(); p != nil {
+			*res = awaited[T]{panic: &PanicError{Value: p, Stack: debug.Stack()}}
+		} else if !returned {
+			*res = awaited[T]{err: ErrGoexit}
+		}
+	}()
+	res.v, res.err = f(ctx)
+	returned = true
 }
 
 // reportLate waits for the outcome of a call that AwaitContext gave up on

@@ -40,6 +40,19 @@ func newRT(t testing.TB, procs int, c *fairness.Criterion) *runtime.Runtime {
 	return rt
 }
 
+// fewestAllocs is the fewest allocations per call of f that three rounds
+// of testing.AllocsPerRun(runs, f) measure. AllocsPerRun counts every
+// allocation of the process: a rescue by the watchdog, when a loaded
+// machine keeps a worker's OS thread off the processor, allocates in the
+// runtime meanwhile. An allocation of f itself shows in every round.
+func fewestAllocs(runs int, f func()) float64 {
+	fewest := testing.AllocsPerRun(runs, f)
+	for range 2 {
+		fewest = min(fewest, testing.AllocsPerRun(runs, f))
+	}
+	return fewest
+}
+
 func fib(c *thread.Ctx, n int) int {
 	if n < 2 {
 		return n
@@ -501,29 +514,26 @@ func TestWatchdogRescuesStalledWorker(t *testing.T) {
 // takes the token of the worker running lower-priority cooperative code at
 // once (Stats.Seizures) rather than queueing for its next preemption point;
 // every resume happens once, and the displaced threads' work comes out
-// whole. On a quiet machine most resumes seize (145 and 114 of 200 here);
-// with the cores busy elsewhere most find the worker's next holder not yet
-// running (a seizure needs it in thread code) and queue, so the test sends
-// events until it has seen one, within a bound.
+// whole. A seizure needs the worker's holder in thread code: after a
+// resume, the worker's next holder must first be scheduled by the
+// operating system, which on a loaded machine takes a while. So each event
+// is sent only once every batch thread has computed since the thread last
+// began to wait (it is back on a worker), whatever the time that takes.
+// The revocation may still race with the holder's own moves, so the test
+// sends events until it has seen a seizure, within a bound.
 func TestResumedThreadSeizesWorker(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		t.Run(fmt.Sprintf("P=%d", procs), func(t *testing.T) {
 			_, ps, c := three(t, 1, 0, 1)
 			rt := newRT(t, procs, c)
 			var stop atomic.Bool
+			rounds := make([]atomic.Int64, procs) // fib2 calls done, per batch thread
 			batch := make([]*thread.Handle[int], procs)
 			for i := range batch {
-				batch[i] = thread.Go(rt, ps[2], func(c *thread.Ctx) int {
-					bad := 0
-					for !stop.Load() {
-						if fib2(c, 20) != 6765 {
-							bad++
-						}
-					}
-					return bad
-				})
+				batch[i] = thread.Go(rt, ps[2], busyBatch(&stop, &rounds[i]))
 			}
 			ch := make(chan int)
+			var waiting atomic.Int64 // events the thread has taken: it then waits again
 			ui := thread.Go(rt, ps[0], func(c *thread.Ctx) int {
 				sum := 0
 				for {
@@ -532,12 +542,13 @@ func TestResumedThreadSeizesWorker(t *testing.T) {
 						return sum
 					}
 					sum += v
+					waiting.Add(1)
 				}
 			})
-			time.Sleep(5 * time.Millisecond) // the batch computes
 			sent := 0
-			for ; sent < 200 || rt.Stats().Seizures == 0 && sent < 20000; sent++ {
-				time.Sleep(100 * time.Microsecond)
+			for ; sent < 100 || rt.Stats().Seizures == 0 && sent < 2000; sent++ {
+				waitUntil(t, func() bool { return waiting.Load() == int64(sent) }, "the thread took event %d", sent)
+				batchComputes(t, rounds)
 				ch <- sent
 			}
 			ch <- -1
@@ -560,27 +571,21 @@ func TestResumedThreadSeizesWorker(t *testing.T) {
 // TestRunSeizesWorker: Run from an ordinary goroutine runs its thread on
 // that goroutine, taking the token of a worker that runs lower-priority
 // cooperative code, rather than queueing it; every Run returns its thread's
-// result, and the displaced thread's work comes out whole.
+// result, and the displaced thread's work comes out whole. As in
+// TestResumedThreadSeizesWorker, each Run waits until the batch computes
+// again, not for a time.
 func TestRunSeizesWorker(t *testing.T) {
 	_, ps, c := three(t, 1, 0, 1)
 	rt := newRT(t, 1, c)
 	var stop atomic.Bool
-	batch := thread.Go(rt, ps[2], func(c *thread.Ctx) int {
-		bad := 0
-		for !stop.Load() {
-			if fib2(c, 20) != 6765 {
-				bad++
-			}
-		}
-		return bad
-	})
-	time.Sleep(5 * time.Millisecond) // the batch computes
+	rounds := make([]atomic.Int64, 1)
+	batch := thread.Go(rt, ps[2], busyBatch(&stop, &rounds[0]))
 	runs := 0
-	for ; runs < 100 || rt.Stats().Seizures == 0 && runs < 10000; runs++ {
+	for ; runs < 100 || rt.Stats().Seizures == 0 && runs < 1000; runs++ {
+		batchComputes(t, rounds)
 		v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return fib2(c, 10) })
 		require.NoError(t, err)
 		require.Equal(t, 55, v)
-		time.Sleep(100 * time.Microsecond)
 	}
 	stop.Store(true)
 	bad, err := batch.Wait()
@@ -589,6 +594,45 @@ func TestRunSeizesWorker(t *testing.T) {
 	st := rt.Stats()
 	t.Logf("seizures %d of %d runs, rescues %d", st.Seizures, runs, st.Rescues)
 	assert.Positive(t, st.Seizures, "no Run took the worker at once")
+}
+
+// busyBatch is a low-priority thread that computes fib2(16), with a
+// preemption point at every fork, until stop, counting its calls in rounds;
+// it returns how many came out wrong.
+func busyBatch(stop *atomic.Bool, rounds *atomic.Int64) func(*thread.Ctx) int {
+	return func(c *thread.Ctx) int {
+		bad := 0
+		for !stop.Load() {
+			if fib2(c, 16) != 987 {
+				bad++
+			}
+			rounds.Add(1)
+		}
+		return bad
+	}
+}
+
+// batchComputes waits until every batch thread has finished another call
+// of fib2 after this call began: a displaced thread parks at its next
+// point, so it had a worker meanwhile, and nothing of higher priority is
+// ready to take that worker from it.
+func batchComputes(t *testing.T, rounds []atomic.Int64) {
+	t.Helper()
+	for i := range rounds {
+		from := rounds[i].Load()
+		waitUntil(t, func() bool { return rounds[i].Load() > from }, "batch thread %d computes", i)
+	}
+}
+
+// waitUntil polls cond until it holds; closePatience bounds a hang, it is
+// no timing goal.
+func waitUntil(t *testing.T, cond func() bool, format string, args ...any) {
+	t.Helper()
+	for end := time.Now().Add(closePatience); !cond(); time.Sleep(20 * time.Microsecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited %v for: "+format, append([]any{closePatience}, args...)...)
+		}
+	}
 }
 
 // TestCloseWaitsForWork: Close returns only after submitted threads,

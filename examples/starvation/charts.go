@@ -15,8 +15,25 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// minWait keeps waits plottable on a logarithmic axis.
+// minWait keeps waits plottable on a logarithmic axis: a smaller wait
+// (0 when a job found a free slot) is drawn at minWait, as the axis label
+// says.
 const minWait = 1e-3
+
+// fitLogAxis makes a's range one that a logarithmic scale can draw: at
+// least floor, and of positive width. Values below floor are drawn at
+// floor already; the range needs its own care because gonum widens an
+// empty one (a single load and seed: Min = Max) by 1 either side, which
+// reaches below 0 for waits under a second, and its log ticks panic on
+// that. An empty range becomes a factor of 3 either side of its value.
+func fitLogAxis(a *plot.Axis, floor float64) {
+	if !(a.Min >= floor) || math.IsInf(a.Min, 1) { // also NaN, and +Inf when nothing was drawn
+		a.Min = floor
+	}
+	if !(a.Max > a.Min) || math.IsInf(a.Max, 1) {
+		a.Min, a.Max = a.Min/3, a.Min*3
+	}
+}
 
 // metric picks a statistic of a row and its spread over seeds.
 type metric struct {
@@ -72,7 +89,7 @@ func drawSweep(res *Results, s Setup, m metric, path string) error {
 		p.Title.Text = fmt.Sprintf("%s class: %s, %s, ρ_L = %g\npoint: the jobs of %d seeds pooled, bar: the per-seed min–max",
 			classNames[c], m.name, s, res.Plan.RhoLo, res.Plan.Seeds)
 		p.X.Label.Text = "load of the hi class ρ_H (fraction of the slots' capacity)"
-		p.Y.Label.Text = m.name + " (s, log scale)"
+		p.Y.Label.Text = fmt.Sprintf("%s (s, log scale; < %gs drawn at %g)", m.name, minWait, minWait)
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
@@ -84,7 +101,8 @@ func drawSweep(res *Results, s Setup, m metric, path string) error {
 		if m.name == meanWait.name {
 			addTheory(p, res, s, c)
 		}
-		addOverload(p, res.Plan.RhoLo)
+		fitLogAxis(&p.Y, minWait)
+		addOverload(p, res.Plan.RhoLo) // spans the axis: after its range is fixed
 		p.X.Min, p.X.Max = 0, 1
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(9)
@@ -206,7 +224,7 @@ func drawSeries(res *Results, path string) error {
 		p.Title.Text = fmt.Sprintf("%s, ρ_H = %g, ρ_L = %g, 1 slot: hi mean %.1fs, lo mean %.1fs, hi window CV %.2f",
 			s.Policy.Label, s.W.RhoHi, s.W.RhoLo, st[hi].Mean, st[lo].Mean, st[hi].WindowCV)
 		p.X.Label.Text = "arrival time (s)"
-		p.Y.Label.Text = fmt.Sprintf("wait (s, log; < %gs at %g)", seriesFloor, seriesFloor)
+		p.Y.Label.Text = fmt.Sprintf("wait (s, log; < %gs drawn at %g)", seriesFloor, seriesFloor)
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
@@ -228,10 +246,14 @@ func drawSeries(res *Results, path string) error {
 			p.Legend.Add(classNames[c]+" job's wait", sc)
 		}
 		starts, means := windowMeans(s.Jobs, hi)
+		for k := range means {
+			means[k] = math.Max(means[k], seriesFloor) // a window whose jobs all found a free slot
+		}
 		if err := addLine(p, starts, means, fmt.Sprintf("hi mean wait per %gs window", window), color.Black); err != nil {
 			return err
 		}
 		p.Y.Min = seriesFloor
+		fitLogAxis(&p.Y, seriesFloor)
 		p.Legend.Top, p.Legend.Left = true, true
 		rows = append(rows, []*plot.Plot{p})
 	}

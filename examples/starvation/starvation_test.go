@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 
 	"github.com/fairlyprompt/fairly/jobs"
 )
@@ -301,5 +302,26 @@ func TestRun(t *testing.T) {
 		f.Close()
 		require.NoError(t, err, e.Name())
 		assert.Greater(t, img.Bounds().Dx(), 500, e.Name())
+	}
+}
+
+// The charts draw with any valid flags: one load and one seed leave each
+// log axis a single value, which gonum widened to below 0 (its log ticks
+// then panicked), and a wait of 0 has no place on a log axis.
+func TestChartsOfOnePoint(t *testing.T) {
+	out := t.TempDir()
+	var stdout, errs bytes.Buffer
+	code := run([]string{"-horizon", "120", "-seeds", "1", "-rho-hi", "0.5", "-policies", "static",
+		"-slots", "1", "-heavy=false", "-progress=false", "-out", out}, &stdout, &errs)
+	require.Zero(t, code, errs.String())
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Len(t, entries, 3, "mean and p99 for one setup, and the time series")
+
+	for _, vals := range [][2]float64{{0.4, 0.4}, {0, 0}, {math.Inf(1), math.Inf(-1)}, {0, 5}} {
+		var a plot.Axis
+		a.Min, a.Max = vals[0], vals[1]
+		fitLogAxis(&a, minWait)
+		assert.True(t, a.Min > 0 && a.Max > a.Min && !math.IsInf(a.Max, 0), "%v gave [%v, %v]", vals, a.Min, a.Max)
 	}
 }

@@ -151,15 +151,19 @@ func TestArrivalRevokesStuckWorker(t *testing.T) {
 		rt, lo, hi := levels(t, procs, 50, 50)
 		var ran atomic.Bool
 		var stuck sync.WaitGroup
+		var spinning atomic.Int32
 		ok := make([]bool, procs)
 		for i := range procs {
 			stuck.Add(1)
 			submit(t, rt, lo, func(*Task) {
 				defer stuck.Done()
+				spinning.Add(1)
 				ok[i] = spinUntil(&ran, patience)
 			})
 		}
-		time.Sleep(5 * time.Millisecond) // let them start spinning
+		// Every worker is stuck before the top thread arrives (else it
+		// could run on a worker that has not started its spinner yet).
+		require.True(t, eventually(func() bool { return spinning.Load() == int32(procs) }), "P=%d: the spinners never started", procs)
 		top := submit(t, rt, hi, func(*Task) { ran.Store(true) })
 		top.Wait()
 		stuck.Wait()
@@ -403,12 +407,13 @@ func TestDetachedThreadGetsAP(t *testing.T) {
 	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 	rt, lo, hi := levels(t, 1, 50, 50)
 	base := goruntime.GOMAXPROCS(0)
-	var stop atomic.Bool
+	var stop, started atomic.Bool
 	stuck := submit(t, rt, lo, func(*Task) {
+		started.Store(true)
 		for !stop.Load() { // no preemption point
 		}
 	})
-	time.Sleep(5 * time.Millisecond)
+	require.True(t, eventually(started.Load), "the stuck thread never started")
 	// Takes the stuck worker's token and keeps it, computing.
 	busy := submit(t, rt, hi, func(tk *Task) {
 		for !stop.Load() {
@@ -448,9 +453,15 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	var release atomic.Bool
 	defer release.Store(true)
 	var started atomic.Int32
+	var outlasted atomic.Bool // a hog gave up spinning before the top thread ended
 	hog := func(*Task) {
 		started.Add(1)
-		spinUntil(&release, 3*time.Second) // no preemption point
+		// No preemption point, and spinning for longer than the wait below
+		// lasts: a top thread that waited for a hog's call to end would not
+		// end within it.
+		if !spinUntil(&release, 2*patience) {
+			outlasted.Store(true)
+		}
 	}
 	var running atomic.Bool
 	top := submit(t, rt, hi, func(t *Task) {
@@ -464,7 +475,7 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	}
 	h1 := submit(t, rt, lo, hog)
 	h2 := submit(t, rt, lo, hog)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience) // a hang bound
 	defer cancel()
 	err := top.WaitContext(ctx)
 	hogs := started.Load()
@@ -473,6 +484,7 @@ func TestQueuedTopThreadBehindSecondHog(t *testing.T) {
 	h2.Wait()
 	t.Logf("hogs started %d, rescues %d, preemptions %d", hogs, rt.Totals().Rescues, rt.Totals().Preemptions)
 	require.NoError(t, err, "the top-priority thread waited for a hog's call to end")
+	assert.False(t, outlasted.Load(), "a hog stopped spinning before the top-priority thread ended")
 }
 
 // A thread's processor time is in the totals as soon as a Wait for it
