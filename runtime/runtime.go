@@ -76,13 +76,17 @@ type Config struct {
 	// worker is asked to pass through the scheduler at its next preemption
 	// point, and the watchdog looks for stalled workers.
 	Interrupt time.Duration
-	// PromptBudget is how much processor time per round a worker may lend to
-	// ready threads of each priority higher than its primary one, so that
-	// they respond at once instead of at the next round (default
-	// RoundQuantum/20). Each such priority has a budget of its own, so that a
-	// busy middle priority cannot spend the top one's. With k priorities
-	// above the primary one that have shares, it bounds the extra stretch of
-	// the primary priority to 1/(1-k·PromptBudget/RoundQuantum).
+	// PromptBudget is how much processor time per round a worker may lend at
+	// most to ready threads of each priority higher than its primary one, so
+	// that they respond at once instead of at the next round (default: the
+	// whole round). A priority borrows only while its processor time on the
+	// worker lately (about the last 128 rounds) is below its share of the
+	// criterion, so that borrowing never gives it more than its share; the
+	// budget caps what one round lends on top of that. Each such priority
+	// has a budget of its own, so that a busy middle priority cannot spend
+	// the top one's. With k priorities above the primary one that have
+	// shares, a budget bounds the primary priority's stretch within one
+	// round to 1/(1-k·PromptBudget/RoundQuantum).
 	PromptBudget time.Duration
 	// NoPromptBorrowing turns that lending off, leaving the paper's behaviour:
 	// higher-priority threads run on workers whose primary priority they are,

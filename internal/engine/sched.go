@@ -152,18 +152,18 @@ func (w *worker) newRound(now int64) {
 		w.critVer = v
 		w.sampler = c.NewSampler(w.rand())
 		for r := range w.lends {
-			w.lends[r] = c.ShareByRank(r) > 0
+			w.shares[r] = c.ShareByRank(r)
+			w.lends[r] = w.shares[r] > 0
+			w.used[r] = policy.UsageAtShare(w.shares[r], int64(w.rt.quantum))
 		}
 	}
 	w.charge(now)
 	clear(w.borrowed)
-	w.round++
-	for r := range w.readySince {
-		switch {
-		case r == w.cur:
-			w.ready(r) // running: ready, if it came without a bank (takeOver)
-		case w.live(r) == 0:
-			w.readySince[r] = -1 // idle: its next thread is fresh (policy.Fresh)
+	policy.Decay(w.used, w.roundStart, now, int64(w.rt.quantum))
+	w.roundStart = now
+	for r := range w.banks {
+		if r != w.cur {
+			w.live(r) // prune threads a joiner ran inline: highest must not count them as work
 		}
 	}
 	if w.rt.independent {
@@ -208,9 +208,9 @@ func (w *worker) next() (item, int, bool) {
 // choose gives the rank the worker should run: cur is the rank of the
 // thread it runs now (it counts as work at that rank), rankLoop if none; now
 // is the current time if the caller has it, else 0. The primary rank when it
-// has work, unless a higher rank with a share of its own is ready and the
-// prompt budget of the round is not spent; else the highest rank with work
-// (donation).
+// has work, unless a higher rank with a share of its own is ready, used
+// less than that share of the worker lately and has prompt budget left in
+// the round (policy.MayBorrow); else the highest rank with work (donation).
 func (w *worker) choose(cur int, now int64) int {
 	p := w.primary
 	r, donating := policy.Choose(max(w.highest(), cur), p, cur, w.banks[p].Len(), func(top int) bool {
@@ -229,19 +229,20 @@ func (w *worker) choose(cur int, now int64) int {
 		}
 	}
 	if policy.Lends(r, p, donating) {
-		w.attn.Store(1) // the next point checks the budget (policy.Lends)
+		w.attn.Store(1) // the next point checks the share and budget (policy.Lends)
 	}
 	return r
 }
 
-// mayBorrow reports whether rank top's prompt budget of the round has time
-// left (policy.MayBorrow).
+// mayBorrow reports whether rank top may borrow the round: it used less
+// than its share of the worker lately and its prompt budget of the round
+// has time left (policy.MayBorrow).
 func (w *worker) mayBorrow(top int, now int64) bool {
-	running := w.cur == top && top > w.primary
+	running := w.cur == top
 	if running && now == 0 {
 		now = w.rt.now()
 	}
-	return policy.MayBorrow(w.borrowed[top], int64(w.rt.budget), policy.Fresh(w.readySince[top], w.round), running, w.since, now)
+	return policy.MayBorrow(w.used[top], int64(w.rt.quantum), w.shares[top], w.borrowed[top], int64(w.rt.budget), running, w.since, now)
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the
@@ -266,20 +267,11 @@ func (w *worker) insert(it item) { w.insertAt(it, int(it.t.depth)) }
 func (w *worker) insertAt(it item, depth int) {
 	r := int(it.t.rank)
 	w.banks[r].Insert(it, depth)
-	w.ready(r)
 	if r > w.top {
 		w.top = r
 	}
 	if w.mopen[r] {
 		w.refuse(r)
-	}
-}
-
-// ready notes that rank r has a thread in its bank: from this round on, if
-// the rank was idle at the round's start (policy.Fresh).
-func (w *worker) ready(r int) {
-	if w.readySince[r] < 0 {
-		w.readySince[r] = w.round
 	}
 }
 
@@ -320,7 +312,6 @@ func (w *worker) bankEntries(r int, es []bank.Entry[item]) {
 	for _, e := range es {
 		w.banks[r].Insert(e.Item, e.Depth)
 	}
-	w.ready(r)
 	if r > w.top {
 		w.top = r
 	}

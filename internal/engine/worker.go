@@ -71,11 +71,12 @@ type worker struct {
 	cur        int     // rank being run, as in running
 	since      int64   // when cur started being accounted
 	borrowed   []int64 // by rank: time run this round above the primary rank
-	round      int64   // rounds begun
-	readySince []int64 // by rank: the round since which it has been ready, -1 if idle (policy.Fresh)
+	used       []int64 // by rank: recent processor time on this worker, decayed at round starts (policy.Decay)
+	roundStart int64   // when the current round began
 	critVer    uint64
 	sampler    *fairness.Sampler
-	lends      []bool // rank r has a share, so it may borrow (see choose)
+	lends      []bool    // rank r has a share, so it may borrow (see choose)
+	shares     []float64 // rank r's share of the criterion (policy.MayBorrow)
 	rng        uint64
 	spares     []*gor // parked goroutines ready to carry on the loop
 	callers    []*gor // records of ordinary goroutines that ran threads in RunHere
@@ -86,19 +87,20 @@ type worker struct {
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:         rt,
-		id:         id,
-		mail:       make([]mailbox.Mailbox[bank.Entry[item]], n),
-		banks:      make([]bank.Bank[item], n),
-		mopen:      make([]bool, n),
-		lends:      make([]bool, n),
-		borrowed:   make([]int64, n),
-		readySince: make([]int64, n),
-		top:        -1,
-		cur:        rankLoop,
-		detTop:     rankLoop,
-		rng:        seed | 1,
-		stats:      newWorkerStats(n),
+		rt:       rt,
+		id:       id,
+		mail:     make([]mailbox.Mailbox[bank.Entry[item]], n),
+		banks:    make([]bank.Bank[item], n),
+		mopen:    make([]bool, n),
+		lends:    make([]bool, n),
+		shares:   make([]float64, n),
+		borrowed: make([]int64, n),
+		used:     make([]int64, n),
+		top:      -1,
+		cur:      rankLoop,
+		detTop:   rankLoop,
+		rng:      seed | 1,
+		stats:    newWorkerStats(n),
 	}
 	w.running.Store(rankLoop)
 	w.cpu.Store(-1)
@@ -228,6 +230,7 @@ func (w *worker) charge(now int64) {
 	if w.cur >= 0 {
 		d := now - w.since
 		w.stats.cpu[w.cur].Add(d)
+		w.used[w.cur] += d
 		if w.cur > w.primary {
 			w.borrowed[w.cur] += d
 		}

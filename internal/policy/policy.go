@@ -43,19 +43,23 @@ func RoundOf(now, q int64) uint64 { return uint64(now / q) }
 func RoundEnd(now, q int64) int64 { return (now/q + 1) * q }
 
 // DefaultBudget is the prompt budget of a round of quantum q when the
-// configuration gives none: a twentieth, so that a priority that borrows
-// all the time stretches the primary one by at most 1/(1-0.05).
-func DefaultBudget(q int64) int64 { return q / 20 }
+// configuration gives none: the whole round, so that only the share bound
+// of MayBorrow limits borrowing. A per-round budget of a twentieth stopped
+// an interactive priority whose requests came faster than a few a round
+// while it used less than its share (docs/results.md, "Borrowing while
+// under the share"); a smaller budget still caps what one round lends.
+func DefaultBudget(q int64) int64 { return q }
 
 // Choose is the worker's choice of the rank to run. top is the highest rank
 // with work, counting the running thread's rank cur (NoRank if none runs);
 // primary is the round's primary rank and primaryLen how many threads its
 // bank holds. It returns the primary rank when that has work, unless top is
-// higher and borrow(top) says top may borrow (it has a share of its own and
-// the round's prompt budget is not spent: see MayBorrow); else top
-// (donation). donating reports that the primary rank has no work: the
-// worker then opens its primary mailbox and asks for work of that rank.
-// borrow is called only when its answer matters, since it may read a clock.
+// higher and borrow(top) says top may borrow (it has a share of its own, it
+// used less than that share of the worker lately, and the round's prompt
+// budget is not spent: see MayBorrow); else top (donation). donating
+// reports that the primary rank has no work: the worker then opens its
+// primary mailbox and asks for work of that rank. borrow is called only
+// when its answer matters, since it may read a clock.
 func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank int, donating bool) {
 	if top < 0 {
 		return NoRank, false
@@ -72,47 +76,77 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 // Lends reports whether a worker that chose rank, with donating as Choose
 // gave it, lends its round to a rank above the primary one, whose threads
 // wait. Then every preemption point must pass through the scheduler until
-// the budget runs out: points are otherwise counted off a few dozen at a
+// the borrower reaches its share or the budget runs out (MayBorrow): points are otherwise counted off a few dozen at a
 // time, and a busy borrower (a priority whose threads are always ready) ran
 // on for that many, a millisecond or more past a 250 µs budget, which took
 // a lower primary priority's rounds from it three times over
 // (docs/results.md, "Table 1: where the stretch beyond 1/F comes from").
 func Lends(rank, primary int, donating bool) bool { return rank > primary && !donating }
 
-// MayBorrow reports whether a rank may borrow the round from the primary
-// rank: it became ready lately (fresh, see Fresh), and its prompt budget
-// for the round has time left. borrowed is the time the rank already ran
-// this round above the primary rank, and running says the worker runs it
-// now, since since (both at now, in nanoseconds).
+// UsageShift sets how far back a worker's record of each rank's processor
+// time reaches (see Decay and MayBorrow): every round start keeps
+// 1 - 1/2^UsageShift of it, so the record weighs about the last
+// 2^UsageShift rounds (640 ms at the default quantum). Shorter, an
+// interactive priority's bursts (the backlog after a collector's pause)
+// took it over its share for a while though it used well under it on
+// average.
+const UsageShift = 7
+
+// UsageWindow is the time that a worker's decayed record of processor time
+// stands for, with quantum q: a rank that runs all the time reaches about
+// UsageWindow(q), one that runs a fraction f of the time about f times it.
+func UsageWindow(q int64) int64 { return q << UsageShift }
+
+// UsageAtShare is the record of a rank that had its share share of the
+// worker lately (quantum q): where a worker starts every rank, and starts
+// again when the criterion changes, so that a priority that is busy from
+// the start does not borrow for the first window as if it had been idle
+// before.
+func UsageAtShare(share float64, q int64) int64 { return int64(share * float64(UsageWindow(q))) }
+
+// Decay ages a worker's record of recent processor time by rank, used, at
+// a round start at now, the previous one having been at start (quantum q,
+// all in nanoseconds): each entry keeps 1 - 1/2^UsageShift of itself per
+// quantum gone by, at least one.
+func Decay(used []int64, start, now, q int64) {
+	n := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q)))
+	for r, x := range used {
+		for k := n; k > 0 && x>>UsageShift > 0; k-- {
+			x -= x >> UsageShift
+		}
+		used[r] = x
+	}
+}
+
+// MayBorrow reports whether a rank with share share of the criterion may
+// borrow the round from the primary rank: the processor time it had on the
+// worker lately, used (see Decay; its own rounds, donations and borrowing
+// alike), is below share of UsageWindow(q), and its prompt budget for the
+// round has time left: borrowed is the time it already ran this round above
+// the primary rank. running says the worker runs it now, since since (at
+// now; all in nanoseconds).
 //
 // Borrowing is for promptness: a thread that arrives (submitted, resumed
 // after Await or Sleep, dealt), and what it forks, need not wait for a
-// round of its own priority. A priority whose threads are ready all the
-// time (a batch, Table 1's sink) gains no promptness from it, and its budget
-// in every round of a lower priority took about a twentieth of that
-// priority's share (docs/results.md, "Borrowing for priorities that became
-// ready lately"); its own rounds and donations serve it. Each rank above the
-// primary one has a budget of its own: a busy middle priority that spends
-// its budget early in the round must not leave a top-priority thread that
-// becomes ready later waiting for the next round.
-func MayBorrow(borrowed, budget int64, fresh, running bool, since, now int64) bool {
-	if !fresh {
-		return false
-	}
+// round of its own priority. The share bound is a credit, as in weighted
+// fair queuing: a priority that uses less than its share of the worker,
+// such as an interactive one, borrows whenever it has work, however often
+// it arrives, while one that gets its share from its own rounds and
+// donations (a batch, Table 1's sink, whose threads are ready all the time)
+// does not borrow, so that borrowing never gives a priority more than its
+// share and the criterion still bounds everyone's stretch. The earlier rule
+// (borrow only a priority that became ready lately, up to a twentieth of
+// each round) barred the interactive priority too once its requests came
+// faster than rounds began (docs/results.md, "Borrowing while under the
+// share"). The budget, per rank, caps what one round lends where the
+// configuration asks for it.
+func MayBorrow(used, q int64, share float64, borrowed, budget int64, running bool, since, now int64) bool {
 	if running {
+		used += now - since
 		borrowed += now - since
 	}
-	return borrowed < budget
+	return float64(used) < share*float64(UsageWindow(q)) && borrowed < budget
 }
-
-// Fresh reports whether a rank that a worker found ready in round
-// readySince (counting its rounds; negative if the rank had nothing ready
-// or running when the current round began and has had nothing since) is
-// fresh in round round: it became ready in this round or the one before. A
-// rank ready without a break since two round starts is a busy one and does
-// not borrow; one that missed a round's borrowing by chance (its budget
-// spent, or arriving at the round's end) still borrows in the next.
-func Fresh(readySince, round int64) bool { return readySince >= 0 && round-readySince <= 1 }
 
 // Keep is how many threads a deal of bank r must leave to its sender: the
 // youngest, when r is the rank next the sender runs next and that thread is
@@ -364,7 +398,7 @@ func SteerScore(r, running, primary int, asleep, stale bool) int {
 // instead of queueing for the worker's next preemption point: when r is
 // the worker's primary rank, or r may borrow the round (lends: r has a
 // share and borrowing is on). The worker would switch to r at that point
-// anyway, unless r's prompt budget of the round is spent, which the new
+// anyway, unless r had its share of the worker lately (MayBorrow), which the new
 // holder's first point checks. Queueing costs a goroutine switch on top,
 // and Go's wake-up of a spare OS thread for it made that switch take about
 // 30 µs at the median with both cores busy (docs/results.md, "A resumed

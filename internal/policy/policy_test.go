@@ -45,7 +45,7 @@ func TestRounds(t *testing.T) {
 	assert.Equal(t, uint64(2), RoundOf(10_500, 5_000))
 	assert.Equal(t, int64(15_000), RoundEnd(10_500, 5_000))
 	assert.Equal(t, int64(15_000), RoundEnd(10_000, 5_000), "a round that starts now ends a quantum later")
-	assert.Equal(t, int64(250_000), DefaultBudget(5_000_000))
+	assert.Equal(t, int64(5_000_000), DefaultBudget(5_000_000), "the whole round: the share bounds borrowing")
 }
 
 func TestChoose(t *testing.T) {
@@ -64,7 +64,7 @@ func TestChoose(t *testing.T) {
 		{"primary runs now", 1, 1, 1, 0, never, 1, false},
 		{"donate to the highest", 2, 0, NoRank, 0, never, 2, true},
 		{"borrow up", 2, 0, 0, 1, yes, 2, false},
-		{"budget spent", 2, 0, 0, 1, no, 0, false},
+		{"may not borrow", 2, 0, 0, 1, no, 0, false},
 		{"lower work waits", 0, 1, 1, 0, never, 1, false},
 	} {
 		r, d := Choose(c.top, c.primary, c.cur, c.primLen, c.borrow)
@@ -74,14 +74,39 @@ func TestChoose(t *testing.T) {
 }
 
 func TestMayBorrow(t *testing.T) {
-	assert.True(t, MayBorrow(100, 250, true, false, 0, 10_000), "not running above the primary: only what was spent counts")
-	assert.True(t, MayBorrow(100, 250, true, true, 1_000, 1_100))
-	assert.False(t, MayBorrow(100, 250, true, true, 1_000, 1_150), "the running stretch counts")
-	assert.False(t, MayBorrow(0, 250, false, false, 0, 0), "a rank ready for two round starts does not borrow")
-	assert.True(t, Fresh(7, 7))
-	assert.True(t, Fresh(6, 7), "missed one round's borrowing: still fresh")
-	assert.False(t, Fresh(5, 7))
-	assert.False(t, Fresh(-1, 7), "nothing ready")
+	const q = 1_000
+	w := UsageWindow(q)
+	assert.Equal(t, int64(q<<UsageShift), w)
+	assert.True(t, MayBorrow(w/10, q, 0.2, 0, q, false, 0, 10_000), "under its share: not running, so only what was recorded counts")
+	assert.False(t, MayBorrow(w/5, q, 0.2, 0, q, false, 0, 10_000), "at its share")
+	assert.False(t, MayBorrow(w/2, q, 0.2, 0, q, false, 0, 0), "a busy rank that had more than its share")
+	assert.True(t, MayBorrow(w/10, q, 0.2, 0, w, true, 1_000, 1_000+w/20), "the running stretch counts")
+	assert.False(t, MayBorrow(w/10, q, 0.2, 0, w, true, 1_000, 1_000+w/10), "the running stretch takes it to its share")
+	assert.False(t, MayBorrow(0, q, 0.2, 250, 250, false, 0, 0), "a round's budget, when smaller than the round, caps it")
+	assert.False(t, MayBorrow(0, q, 0.2, 200, 250, true, 1_000, 1_050), "the running stretch counts in the budget too")
+	assert.False(t, MayBorrow(0, q, 0, 0, q, false, 0, 0), "no share, no borrowing")
+}
+
+func TestUsage(t *testing.T) {
+	const q = 1_000
+	assert.Equal(t, UsageWindow(q)/4, UsageAtShare(0.25, q))
+	used := []int64{0, 1 << 20, UsageWindow(q)}
+	Decay(used, 5*q+300, 6*q+100, q)
+	assert.Equal(t, []int64{0, 1<<20 - 1<<(20-UsageShift), UsageWindow(q) - q}, used, "one round start: each keeps 1 - 1/2^UsageShift")
+	used = []int64{1 << 20}
+	Decay(used, 5*q, 5*q+10, q)
+	assert.Equal(t, int64(1<<20-1<<(20-UsageShift)), used[0], "at least one quantum")
+	used = []int64{1 << 20}
+	Decay(used, 0, 1_000_000*q, q)
+	assert.Less(t, used[0], int64(1<<UsageShift), "a long sleep forgets")
+	// A rank that runs a fraction f of every round settles near f of the
+	// window, so that MayBorrow compares it with its share.
+	x := []int64{0}
+	for k := range int64(4000) {
+		x[0] += q / 10
+		Decay(x, k*q, (k+1)*q, q)
+	}
+	assert.InDelta(t, 0.1, float64(x[0])/float64(UsageWindow(q)), 0.002)
 }
 
 func TestKeep(t *testing.T) {

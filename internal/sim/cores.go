@@ -106,12 +106,14 @@ func (w *vworker) unshare(now int64) {
 
 // uncharge takes d of processor time that detached goroutines had off the
 // charge the worker's running rank will get for the step, as charge counts
-// it (borrowed time too, so that a borrower's budget counts its own time).
+// it (borrowed and recent time too, so that a borrower's budget and share
+// count its own time).
 func (w *vworker) uncharge(d int64) {
 	if w.cur < 0 {
 		return
 	}
 	w.cpu[w.cur] -= d
+	w.used[w.cur] -= d
 	if w.cur > w.primary {
 		w.borrowed[w.cur] -= d
 	}

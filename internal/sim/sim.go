@@ -33,7 +33,7 @@ type Params struct {
 	Quantum      int64 // round length (runtime.DefaultRoundQuantum)
 	DealInterval int64 // between two deals of a worker (runtime.DefaultDealInterval)
 	Interrupt    int64 // ticker period (runtime.Config.Interrupt)
-	Budget       int64 // prompt budget per round (default Quantum/20)
+	Budget       int64 // prompt budget per round (default the whole round: policy.DefaultBudget)
 	CheckEvery   int   // preemption points between two passes through the scheduler (internal/engine's checkEvery)
 	IdleSpin     int64 // how long an idle worker spins before it parks (internal/engine's idleSpin)
 	StaleAfter   int64 // without a preemption point, a worker is stale (internal/engine's staleAfter)

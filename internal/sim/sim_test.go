@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -243,5 +244,26 @@ func TestBadConfig(t *testing.T) {
 	} {
 		_, err := Run(cfg)
 		assert.Error(t, err, name)
+	}
+}
+
+// An interactive priority that arrives faster than rounds begin but uses
+// under its share borrows every round: its threads end within a small part
+// of a round, not at its own rounds (one in twenty at 5-45-50). Each takes
+// a worker at once and is checked at its first preemption points whether
+// it may borrow (policy.MayBorrow): by its share, not by having become
+// ready lately, which a priority with threads queued at most round starts
+// never is.
+func TestFrequentArrivalsBorrow(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		cfg := loaded(kernel(t, "fib", procs, 50e6), procs, [3]float64{5, 45, 50}, 11)
+		cfg.Rate, cfg.EchoWork = float64(1000*procs), 30_000 // 3 % of every worker
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.Greater(t, len(res.Responses), 30, "P=%d: enough arrivals", procs)
+		rs := slices.Sorted(slices.Values(res.Responses))
+		p99 := rs[len(rs)*99/100]
+		t.Logf("P=%d: %d arrivals, response p99 %d µs", procs, len(rs), p99/1000)
+		assert.Less(t, p99, DefaultParams().Quantum/10, "P=%d: a small part of a round at most", procs)
 	}
 }

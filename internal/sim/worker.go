@@ -59,8 +59,8 @@ type vworker struct {
 	cur         int
 	since       int64
 	borrowed    []int64 // by rank
-	round       int64   // worker.round
-	readySince  []int64 // worker.readySince
+	used        []int64 // worker.used
+	roundStart  int64   // worker.roundStart
 
 	g        *vgor   // the goroutine running a thread on this worker, nil in the loop
 	base     int64   // when the current step's demand for the core began (cores.go)
@@ -78,11 +78,12 @@ func newWorker(s *sim, id int) *vworker {
 	w := &vworker{
 		s: s, id: id, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)+1)),
 		banks: make([]bank.Bank[item], n), mail: make([]mailbox.Mailbox[bank.Entry[item]], n),
-		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n), readySince: make([]int64, n),
+		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n), used: make([]int64, n),
 		top: policy.NoRank, cur: policy.NoRank, detTop: policy.NoRank, count: s.p.CheckEvery,
 	}
 	for r := range n {
 		w.lends[r] = s.crit.ShareByRank(r) > 0
+		w.used[r] = policy.UsageAtShare(s.crit.ShareByRank(r), s.p.Quantum)
 	}
 	w.newRound(0)
 	w.schedule() // every worker starts in its loop at 0
@@ -194,14 +195,11 @@ func (w *vworker) service() {
 func (w *vworker) newRound(now int64) {
 	w.charge(now)
 	clear(w.borrowed)
-	w.round++
-	for r := range w.readySince {
-		if r == w.cur {
-			w.ready(r)
-			continue
-		}
-		if w.live(r) == 0 {
-			w.readySince[r] = -1
+	policy.Decay(w.used, w.roundStart, now, w.s.p.Quantum)
+	w.roundStart = now
+	for r := range w.banks {
+		if r != w.cur {
+			w.live(r) // worker.newRound prunes too
 		}
 	}
 	w.primary = policy.AlignedPrimary(w.s.crit, w.s.cfg.Seed, policy.RoundOf(now, w.s.p.Quantum), w.s.ranks)
@@ -243,7 +241,7 @@ func (w *vworker) choose(cur int) int {
 // mayBorrow says whether rank top may run above the primary one now.
 func (w *vworker) mayBorrow(top int) bool {
 	return w.lends[top] && !w.s.p.NoBorrow &&
-		policy.MayBorrow(w.borrowed[top], w.s.p.Budget, policy.Fresh(w.readySince[top], w.round), w.cur == top && top > w.primary, w.since, w.t)
+		policy.MayBorrow(w.used[top], w.s.p.Quantum, w.s.crit.ShareByRank(top), w.borrowed[top], w.s.p.Budget, w.cur == top, w.since, w.t)
 }
 
 // waitingTop is worker.waitingTop: the highest rank of the threads that
@@ -275,7 +273,6 @@ func (w *vworker) highest() int {
 func (w *vworker) insert(it item) {
 	r := it.t.rank
 	w.banks[r].Insert(it, int(it.t.depth))
-	w.ready(r)
 	w.top = max(w.top, r)
 	if w.mopen[r] {
 		w.refuse(r)
@@ -289,13 +286,6 @@ func (w *vworker) live(r int) int {
 		b.Prune(isLive)
 	}
 	return b.Len()
-}
-
-// ready is worker.ready.
-func (w *vworker) ready(r int) {
-	if w.readySince[r] < 0 {
-		w.readySince[r] = w.round
-	}
 }
 
 func (w *vworker) refuse(r int) {
@@ -327,7 +317,6 @@ func (w *vworker) bankEntries(r int, es []bank.Entry[item]) {
 	for _, e := range es {
 		w.banks[r].Insert(e.Item, e.Depth)
 	}
-	w.ready(r)
 	w.top = max(w.top, r)
 }
 
@@ -510,6 +499,7 @@ func (w *vworker) charge(now int64) {
 	if w.cur >= 0 {
 		d := now - w.since
 		w.cpu[w.cur] += d
+		w.used[w.cur] += d
 		if w.cur > w.primary {
 			w.borrowed[w.cur] += d
 		}
