@@ -260,3 +260,17 @@ func save(p *plot.Plot, w, h vg.Length, path string) error {
 	}
 	return f.Close()
 }
+
+// saveByName finishes a plot of response times over named loads: the 1 ms
+// goal as a line across them, decades on the y axis spanning ys, the
+// loads' names under their points; then saves it width wide.
+func saveByName(p *plot.Plot, names []string, ys []float64, width vg.Length, path string) error {
+	x0, x1 := -0.5, float64(len(names))-0.5
+	if err := (refLine{y: lg(1), label: "goal: p99 ≤ 1 ms", style: dashed}).draw(p, x0, x1); err != nil {
+		return err
+	}
+	p.X.Min, p.X.Max = x0, x1
+	decades(p, ys)
+	p.NominalX(names...)
+	return save(p, width, 4*vg.Inch, path)
+}

@@ -465,12 +465,5 @@ func drawPrompt(res *Results, path string) error {
 			return err
 		}
 	}
-	x0, x1 := -0.5, float64(len(names))-0.5
-	if err := (refLine{y: lg(1), label: "goal: p99 ≤ 1 ms", style: dashed}).draw(p, x0, x1); err != nil {
-		return err
-	}
-	p.X.Min, p.X.Max = x0, x1
-	decades(p, ys)
-	p.NominalX(names...)
-	return save(p, vg.Points(max(500, float64(70*len(names)))), 4*vg.Inch, path)
+	return saveByName(p, names, ys, vg.Points(max(500, float64(70*len(names)))), path)
 }
