@@ -19,7 +19,8 @@ import (
 // as a continuation (item.g != nil); the worker that picks it hands its token
 // to the parked goroutine and becomes a spare itself.
 //
-// The token protocol (who may touch a worker's owner state) is in revoke.go.
+// The token protocol (who may touch a worker's owner state) is in
+// PROTOCOLS.md, invariants T1-T3 and M1-M5.
 
 // maxSpares bounds the parked spare goroutines kept per worker; a
 // goroutine that finds the list full exits instead.
@@ -252,8 +253,8 @@ func (rt *Runtime) inThread() bool {
 }
 
 // threadGor is the runtime goroutine of the caller if it runs a thread's
-// code, else nil; a goroutine in thread code holds its thread locked (I1 in
-// self.go).
+// code, else nil; a goroutine in thread code holds its thread locked
+// (invariant I1, PROTOCOLS.md).
 func threadGor() *gor {
 	if g := lockedSelf(); g != nil && g.mode.Load() != modeSched {
 		return g

@@ -38,22 +38,9 @@ import (
 // compare-and-swap (revoke); a goroutine that finds itself revoked stores
 // modeSched once it gave up the worker (reattach).
 //
-// Invariants, and why they hold:
-//   - Exactly one goroutine owns a worker's owner state at any time. The
-//     holder touches it only in modeSched; the two compare-and-swaps out of
-//     modeUser exclude each other, so either the holder came back first (and
-//     the revocation fails) or the revoker won (and the holder's enter fails,
-//     so it never touches the state again). The winner of a revocation hands
-//     the worker to exactly one new holder.
-//   - Every write the old holder made to owner state happens before its
-//     store of modeUser, which the revoker's compare-and-swap reads: the new
-//     holder sees the state complete.
-//   - No thread is lost or run twice: the worker's banks, mailboxes and
-//     inbox move with the worker, the detached goroutine keeps only its own
-//     thread, and that thread is queued again (reattach) exactly once, by its
-//     own goroutine, when it next enters the runtime.
-//   - Close waits for detached threads: a revocation counts the thread in
-//     Runtime.suspended until it holds a token again.
+// Invariants M1-M4 (PROTOCOLS.md): one owner of the owner state at a time,
+// the new holder sees it complete, no thread lost or run twice, and Close
+// waits for detached threads.
 //
 // When tokens are revoked:
 //   - by a thread that arrives from outside a worker (resumed after Await
@@ -138,24 +125,9 @@ const (
 // urgent thread comes back at its next preemption point, within
 // microseconds of running, and is never demoted. The thread is the right
 // one because the goroutine is locked to it (tid, learned once per lock: a
-// system call per park). The protocol, on top of the one above:
-//   - Before its swap to modeUser, the holder stores its thread's id in
-//     tid (lock). A revoker that detaches a computing goroutine puts it in
-//     Runtime.detached in the same critical section as its winning swap
-//     (swap); the goroutine takes itself out when it comes back (settle),
-//     under the same lock, so never before it was put in, and before it
-//     can let go of its thread. The ticker demotes only goroutines in that
-//     list, holding its lock, so a demoted thread is still locked to its
-//     goroutine, which learns of the demotion in settle.
-//   - Linux lets a process promote its threads again only with CAP_SYS_NICE
-//     or RLIMIT_NICE. Without, the goroutine stays locked to the demoted
-//     thread (pinned) until its thread ends; then it exits locked, and Go
-//     ends the OS thread with it. Until then it runs only that thread, which
-//     was of lower priority than the one that revoked it.
-//   - An ordinary goroutine in RunHere is never demoted (its tid stays 0):
-//     it goes back to the caller's code, unlocked.
-//   - A goroutine that blocked (revoked as not computing) is not demoted:
-//     it costs no core.
+// system call per park). Invariants M7 and M8 (PROTOCOLS.md): a demoted
+// thread is still locked to its detached goroutine, and one that cannot be
+// promoted again runs only its own thread.
 
 // detachedList holds the goroutines that compute detached, for demotion.
 type detachedList struct {
@@ -334,15 +306,8 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if !won {
 		return nil // a second computing goroutine at that level would not help, or h came back
 	}
-	// h is frozen out of owner state now, and nobody hands it a token while
-	// it runs a thread's code, so the worker we took is the one it was
-	// given last: h.held. Not necessarily w: w's holder word may still name
-	// h after another revoker took w from h and before it stored the new
-	// holder, while h, back already, runs thread code holding another
-	// worker (the swap cannot tell one stretch of thread code from the
-	// next); taking w then gave w two holders and left the other worker
-	// with none. (h.w names the same worker, but h writes it without
-	// synchronisation as soon as it sees the swap.)
+	// Invariant M5 (PROTOCOLS.md): the worker we took is the one h was
+	// given last, h.held, not necessarily w.
 	v := h.held.Load()
 	v.detMu.Lock()
 	if busy {
