@@ -37,7 +37,7 @@ type gor struct {
 	wake chan struct{}
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
-	mode atomic.Uint32
+	mode modeWord
 	// detBusy says a revocation counted g as computing (see revoke.go);
 	// detSince is when, for charging its processor time when it comes back.
 	detBusy  atomic.Bool

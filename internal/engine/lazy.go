@@ -173,7 +173,7 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|g.mode.Load()&modeRevoked == 0 {
+	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|uint32(g.mode.Load()&modeRevoked) == 0 {
 		free = s.slots[level]
 	}
 	return s, level, free

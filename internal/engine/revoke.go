@@ -6,6 +6,7 @@ import (
 	"runtime/trace"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -87,15 +88,33 @@ const staleAfter = 250 * time.Microsecond
 // left the scheduler, so the watchdog knows, without touching owner state,
 // that a stall holds them up.
 const (
-	modeSched   uint32 = 0
-	modeUser    uint32 = 1
-	modeRevoked uint32 = 2
-	modeQueued  uint32 = 4
+	modeSched   mode = 0
+	modeUser    mode = 1
+	modeRevoked mode = 2
+	modeQueued  mode = 4
 	// The bits from modeTopShift up hold 1 + the highest rank queued in the
 	// worker's banks when the holder left the scheduler (0: none), so that
 	// the watchdog can tell a stall that holds up a higher priority.
 	modeTopShift = 8
 )
+
+// mode is the value of a goroutine's mode word: one of the modes above,
+// with modeQueued and the queued rank above modeTopShift beside modeUser.
+type mode uint32
+
+// modeWord is a goroutine's mode word, an atomic mode.
+type modeWord struct{ v atomic.Uint32 }
+
+// Load reads the mode atomically.
+func (x *modeWord) Load() mode { return mode(x.v.Load()) }
+
+// Store writes m atomically.
+func (x *modeWord) Store(m mode) { x.v.Store(uint32(m)) }
+
+// CompareAndSwap swaps the mode from old to m if it is old.
+func (x *modeWord) CompareAndSwap(old, m mode) bool {
+	return x.v.CompareAndSwap(uint32(old), uint32(m))
+}
 
 // Thread code keeps its OS thread. From its first passage into a thread's
 // code until it parks, a goroutine is locked to its OS thread (lock,
@@ -141,7 +160,7 @@ type detachedList struct {
 // section: h takes the lock in settle, so it cannot come back and settle
 // before it is listed (a stale entry would later demote whatever thread h
 // is locked to then, and h would hand that thread back to Go's pool).
-func (l *detachedList) swap(h *gor, m uint32, listed bool) bool {
+func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
 	if !listed {
 		return h.mode.CompareAndSwap(m, modeRevoked)
 	}
@@ -245,7 +264,7 @@ func (g *gor) leave() {
 	m := modeUser
 	top := g.w.highest()
 	if top >= 0 || g.lazy.bot < g.lazy.top {
-		m |= modeQueued | uint32(top+1)<<modeTopShift
+		m |= modeQueued | mode(top+1)<<modeTopShift
 	}
 	g.lock() // before the store of the mode, for the revoker: see above
 	g.mode.Store(m)
@@ -327,7 +346,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 // waitingTop is the highest rank of the threads that wait for w while its
 // holder, whose mode word is m, runs a thread's code: in its banks (as of
 // the holder's leave), inbox or mailboxes; rankLoop if none.
-func (w *worker) waitingTop(m uint32) int32 {
+func (w *worker) waitingTop(m mode) int32 {
 	top := int32(m>>modeTopShift) - 1
 	top = max(top, w.inbox.top.Load()-1)
 	for r := len(w.mail) - 1; r > int(top); r-- {
