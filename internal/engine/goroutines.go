@@ -54,9 +54,7 @@ type gor struct {
 	// holds it locked; callers that find g in locks read it (self.go).
 	lockSeq atomic.Uint32
 	// held is the worker whose token g was given last (start, resume,
-	// adopt). While g runs thread code it holds that token, so a revoker
-	// that wins the swap of g's mode learns from it which worker it took,
-	// whatever a worker's holder word still says (see revoke).
+	// adopt): invariants T3 and M5 (PROTOCOLS.md).
 	held atomic.Pointer[worker]
 
 	// Private to the goroutine and written at every fork and preemption

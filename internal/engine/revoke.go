@@ -68,8 +68,8 @@ import (
 //     otherwise keep it waiting for the library call to end.
 //
 // A detached goroutine that computes takes processor time beside the
-// worker's new holder. To keep that bounded, a worker with a computing
-// detached goroutine is revoked again only for an arriving thread of higher
+// worker's new holder. To keep that bounded (invariant M6, PROTOCOLS.md),
+// a worker with a computing detached goroutine is revoked again only for an arriving thread of higher
 // priority than every detached one (the watchdog adds at most one per
 // priority level; an arrival may add one each time it finds the worker stuck
 // again below it, so that a top-priority thread never waits for a library
