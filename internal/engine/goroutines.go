@@ -19,7 +19,8 @@ import (
 // as a continuation (item.g != nil); the worker that picks it hands its token
 // to the parked goroutine and becomes a spare itself.
 //
-// The token protocol (who may touch a worker's owner state) is in revoke.go.
+// The token protocol (who may touch a worker's owner state) is in
+// PROTOCOLS.md, invariants T1-T3 and M1-M5.
 
 // maxSpares bounds the parked spare goroutines kept per worker; a
 // goroutine that finds the list full exits instead.
@@ -36,7 +37,7 @@ type gor struct {
 	wake chan struct{}
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
-	mode atomic.Uint32
+	mode modeWord
 	// detBusy says a revocation counted g as computing (see revoke.go);
 	// detSince is when, for charging its processor time when it comes back.
 	detBusy  atomic.Bool
@@ -53,9 +54,7 @@ type gor struct {
 	// holds it locked; callers that find g in locks read it (self.go).
 	lockSeq atomic.Uint32
 	// held is the worker whose token g was given last (start, resume,
-	// adopt). While g runs thread code it holds that token, so a revoker
-	// that wins the swap of g's mode learns from it which worker it took,
-	// whatever a worker's holder word still says (see revoke).
+	// adopt): invariants T3 and M5 (PROTOCOLS.md).
 	held atomic.Pointer[worker]
 
 	// Private to the goroutine and written at every fork and preemption
@@ -252,8 +251,8 @@ func (rt *Runtime) inThread() bool {
 }
 
 // threadGor is the runtime goroutine of the caller if it runs a thread's
-// code, else nil; a goroutine in thread code holds its thread locked (I1 in
-// self.go).
+// code, else nil; a goroutine in thread code holds its thread locked
+// (invariant I1, PROTOCOLS.md).
 func threadGor() *gor {
 	if g := lockedSelf(); g != nil && g.mode.Load() != modeSched {
 		return g

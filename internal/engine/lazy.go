@@ -50,29 +50,11 @@ import (
 // pushed into slots[i], kept by the owner, which must not read the depth of
 // a task that another worker may be running.
 //
-// Invariants, and why they hold:
-//   - A fork runs exactly once. Taking it out of its slot is a
-//     compare-and-swap, so one party gets it: the owner, who runs it inline
-//     and never shares it, or
-//     a promoter, who marks it shared and puts it into a bank, where every
-//     runner claims it by compare-and-swap on its state first (Task.claim).
-//     A fork joined out of order is claimed in place and its slot goes
-//     stale: promoters skip claimed tasks. (Private forks: see Forks.)
-//   - No fork is lost. A fork is in its slot until taken. Its owner promotes
-//     every fork still in a slot before it parks or ends the thread that
-//     made it (pops never go below the floor of the thread running now, so
-//     the forks a thread leaves unjoined are still found when it ends). A
-//     revoker scans the slots through the published array after winning the
-//     compare-and-swap on the owner's mode word, while the owner stores a
-//     fork into its slot and then loads its mode word. Both pairs are
-//     sequentially consistent, so either the revoker sees the fork, or the
-//     owner sees modeRevoked and takes the slow path, which gives the fork
-//     to the runtime with its thread. A private fork of a revoked goroutine
-//     stays on it: its parent's call returns before anything waits for it,
-//     and the goroutine promotes it or runs it when it comes back.
-//   - The fast paths write only the owner's slots, which no other worker
-//     touches until a revocation (the private ones, never): a fork and join
-//     that is never promoted writes no memory shared with other workers.
+// Invariants L1-L3 and L5 (PROTOCOLS.md): a fork runs exactly once, no
+// fork is lost (the owner stores a fork and then loads its mode word, a
+// revoker wins the swap of the mode word and then scans pub), the fast
+// paths write no shared memory, and a private fork of a revoked goroutine
+// stays on it.
 type lazyStack struct {
 	slots  []atomic.Pointer[Task] // owner's view of pub
 	depths []int32
@@ -165,35 +147,9 @@ type Lazy interface {
 // initialised, no depth or context copied, nothing deferred; a countdown
 // (pollEvery) is the only other write.
 //
-// Invariants, and why they hold:
-//   - A fork runs exactly once. It leaves the stack once: by Pop or Take,
-//     and its parent runs it inline, or by a promotion, which sets the slot
-//     to nil, raises bot past it and puts the task into a bank, where
-//     runners claim it by compare-and-swap (Task.claim). Pop and Take
-//     succeed only at or above bot, where nothing was promoted: the
-//     promoters (heartbeat, promoteAll) move bot up past every fork they
-//     promote, and bot goes down only with top (Take, end), so slots[bot:top]
-//     are never promoted ones.
-//   - The record in slots[level] when the Fork2 of that level pops is its
-//     own: a level's record changes only at Install, at level top, and
-//     while a Fork2 of level i runs its first call, top stays above i
-//     (nested forks push and pop above it; threads nested on the goroutine
-//     keep their floors above it).
-//   - A panic needs no defer. A Fork2 whose first call panics leaves its
-//     fork in its slot, above the level of every Fork2 still running on the
-//     goroutine. Either the thread's body ends with the panic, and end
-//     lowers top to the thread's floor, dropping the fork; or code of the
-//     thread recovers it, and the enclosing Fork2, finding top above its
-//     own level, drops the forks above its level (Take). The second call of
-//     the panicking Fork2 does not start then, as it would not after a
-//     plain call that panicked, unless a worker took it before: a
-//     heartbeat promotes the oldest fork, and between the recover and the
-//     enclosing Fork2's return that may be the dropped one (its result
-//     and panic are then lost; Goexit drops the goroutine's forks likewise).
-//   - Promotion stays oldest-first: the heartbeat takes slots[bot], the
-//     fork of greatest fork potential, as before. Its depth is computed
-//     when promoted, from its owner's depth and its level above the owner's
-//     floor (nesting), since the fast path keeps none.
+// Invariants L4 and L6-L8 (PROTOCOLS.md): a private fork runs exactly
+// once, a level's record is its own when its Fork2 pops, a panic needs no
+// defer, and promotion stays oldest-first.
 type Forks struct {
 	g               *gor
 	slots           []Lazy
@@ -217,7 +173,7 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|g.mode.Load()&modeRevoked == 0 {
+	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|uint32(g.mode.Load()&modeRevoked) == 0 {
 		free = s.slots[level]
 	}
 	return s, level, free

@@ -151,7 +151,7 @@ func (t *Task) Attention() bool { return t.g.attention() }
 
 // attention is the poll of Attention and of forks (lazy.go).
 func (g *gor) attention() bool {
-	if g.w.attn.Load()|g.mode.Load()&modeRevoked != 0 {
+	if g.w.attn.Load()|uint32(g.mode.Load()&modeRevoked) != 0 {
 		return true
 	}
 	g.priv.polls--

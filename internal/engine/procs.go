@@ -34,12 +34,8 @@ import (
 // the machine: past that, the others' goroutines get no more processor
 // time from more Ps, they only take more of it from the workers.
 //
-// Invariant (a P stays free): once the others' demand has been steady for
-// othersFor, and the change it asked for is made, GOMAXPROCS ≥ workers +
-// others + 1, so at least one P is idle whatever the workers do. It fails
-// in between (othersFor, the next tick, and the stop of the world), and
-// for good while more others compute than the machine has processors:
-// then wake-ups wait for Go's monitor and preemption, as before.
+// Invariant P1 (PROTOCOLS.md): a P stays free once the others' demand has
+// been steady for othersFor and the change it asked for is made.
 //
 // A spare P is not a core. With more computing threads than cores, the
 // OS thread that Go wakes in the poller waits for a core, and Linux lets a

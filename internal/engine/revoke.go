@@ -6,6 +6,7 @@ import (
 	"runtime/trace"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -38,22 +39,9 @@ import (
 // compare-and-swap (revoke); a goroutine that finds itself revoked stores
 // modeSched once it gave up the worker (reattach).
 //
-// Invariants, and why they hold:
-//   - Exactly one goroutine owns a worker's owner state at any time. The
-//     holder touches it only in modeSched; the two compare-and-swaps out of
-//     modeUser exclude each other, so either the holder came back first (and
-//     the revocation fails) or the revoker won (and the holder's enter fails,
-//     so it never touches the state again). The winner of a revocation hands
-//     the worker to exactly one new holder.
-//   - Every write the old holder made to owner state happens before its
-//     store of modeUser, which the revoker's compare-and-swap reads: the new
-//     holder sees the state complete.
-//   - No thread is lost or run twice: the worker's banks, mailboxes and
-//     inbox move with the worker, the detached goroutine keeps only its own
-//     thread, and that thread is queued again (reattach) exactly once, by its
-//     own goroutine, when it next enters the runtime.
-//   - Close waits for detached threads: a revocation counts the thread in
-//     Runtime.suspended until it holds a token again.
+// Invariants M1-M4 (PROTOCOLS.md): one owner of the owner state at a time,
+// the new holder sees it complete, no thread lost or run twice, and Close
+// waits for detached threads.
 //
 // When tokens are revoked:
 //   - by a thread that arrives from outside a worker (resumed after Await
@@ -80,8 +68,8 @@ import (
 //     otherwise keep it waiting for the library call to end.
 //
 // A detached goroutine that computes takes processor time beside the
-// worker's new holder. To keep that bounded, a worker with a computing
-// detached goroutine is revoked again only for an arriving thread of higher
+// worker's new holder. To keep that bounded (invariant M6, PROTOCOLS.md),
+// a worker with a computing detached goroutine is revoked again only for an arriving thread of higher
 // priority than every detached one (the watchdog adds at most one per
 // priority level; an arrival may add one each time it finds the worker stuck
 // again below it, so that a top-priority thread never waits for a library
@@ -100,15 +88,33 @@ const staleAfter = 250 * time.Microsecond
 // left the scheduler, so the watchdog knows, without touching owner state,
 // that a stall holds them up.
 const (
-	modeSched   uint32 = 0
-	modeUser    uint32 = 1
-	modeRevoked uint32 = 2
-	modeQueued  uint32 = 4
+	modeSched   mode = 0
+	modeUser    mode = 1
+	modeRevoked mode = 2
+	modeQueued  mode = 4
 	// The bits from modeTopShift up hold 1 + the highest rank queued in the
 	// worker's banks when the holder left the scheduler (0: none), so that
 	// the watchdog can tell a stall that holds up a higher priority.
 	modeTopShift = 8
 )
+
+// mode is the value of a goroutine's mode word: one of the modes above,
+// with modeQueued and the queued rank above modeTopShift beside modeUser.
+type mode uint32
+
+// modeWord is a goroutine's mode word, an atomic mode.
+type modeWord struct{ v atomic.Uint32 }
+
+// Load reads the mode atomically.
+func (x *modeWord) Load() mode { return mode(x.v.Load()) }
+
+// Store writes m atomically.
+func (x *modeWord) Store(m mode) { x.v.Store(uint32(m)) }
+
+// CompareAndSwap swaps the mode from old to m if it is old.
+func (x *modeWord) CompareAndSwap(old, m mode) bool {
+	return x.v.CompareAndSwap(uint32(old), uint32(m))
+}
 
 // Thread code keeps its OS thread. From its first passage into a thread's
 // code until it parks, a goroutine is locked to its OS thread (lock,
@@ -138,24 +144,9 @@ const (
 // urgent thread comes back at its next preemption point, within
 // microseconds of running, and is never demoted. The thread is the right
 // one because the goroutine is locked to it (tid, learned once per lock: a
-// system call per park). The protocol, on top of the one above:
-//   - Before its swap to modeUser, the holder stores its thread's id in
-//     tid (lock). A revoker that detaches a computing goroutine puts it in
-//     Runtime.detached in the same critical section as its winning swap
-//     (swap); the goroutine takes itself out when it comes back (settle),
-//     under the same lock, so never before it was put in, and before it
-//     can let go of its thread. The ticker demotes only goroutines in that
-//     list, holding its lock, so a demoted thread is still locked to its
-//     goroutine, which learns of the demotion in settle.
-//   - Linux lets a process promote its threads again only with CAP_SYS_NICE
-//     or RLIMIT_NICE. Without, the goroutine stays locked to the demoted
-//     thread (pinned) until its thread ends; then it exits locked, and Go
-//     ends the OS thread with it. Until then it runs only that thread, which
-//     was of lower priority than the one that revoked it.
-//   - An ordinary goroutine in RunHere is never demoted (its tid stays 0):
-//     it goes back to the caller's code, unlocked.
-//   - A goroutine that blocked (revoked as not computing) is not demoted:
-//     it costs no core.
+// system call per park). Invariants M7 and M8 (PROTOCOLS.md): a demoted
+// thread is still locked to its detached goroutine, and one that cannot be
+// promoted again runs only its own thread.
 
 // detachedList holds the goroutines that compute detached, for demotion.
 type detachedList struct {
@@ -169,7 +160,7 @@ type detachedList struct {
 // section: h takes the lock in settle, so it cannot come back and settle
 // before it is listed (a stale entry would later demote whatever thread h
 // is locked to then, and h would hand that thread back to Go's pool).
-func (l *detachedList) swap(h *gor, m uint32, listed bool) bool {
+func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
 	if !listed {
 		return h.mode.CompareAndSwap(m, modeRevoked)
 	}
@@ -273,7 +264,7 @@ func (g *gor) leave() {
 	m := modeUser
 	top := g.w.highest()
 	if top >= 0 || g.lazy.bot < g.lazy.top {
-		m |= modeQueued | uint32(top+1)<<modeTopShift
+		m |= modeQueued | mode(top+1)<<modeTopShift
 	}
 	g.lock() // before the store of the mode, for the revoker: see above
 	g.mode.Store(m)
@@ -334,15 +325,8 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if !won {
 		return nil // a second computing goroutine at that level would not help, or h came back
 	}
-	// h is frozen out of owner state now, and nobody hands it a token while
-	// it runs a thread's code, so the worker we took is the one it was
-	// given last: h.held. Not necessarily w: w's holder word may still name
-	// h after another revoker took w from h and before it stored the new
-	// holder, while h, back already, runs thread code holding another
-	// worker (the swap cannot tell one stretch of thread code from the
-	// next); taking w then gave w two holders and left the other worker
-	// with none. (h.w names the same worker, but h writes it without
-	// synchronisation as soon as it sees the swap.)
+	// Invariant M5 (PROTOCOLS.md): the worker we took is the one h was
+	// given last, h.held, not necessarily w.
 	v := h.held.Load()
 	v.detMu.Lock()
 	if busy {
@@ -362,7 +346,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 // waitingTop is the highest rank of the threads that wait for w while its
 // holder, whose mode word is m, runs a thread's code: in its banks (as of
 // the holder's leave), inbox or mailboxes; rankLoop if none.
-func (w *worker) waitingTop(m uint32) int32 {
+func (w *worker) waitingTop(m mode) int32 {
 	top := int32(m>>modeTopShift) - 1
 	top = max(top, w.inbox.top.Load()-1)
 	for r := len(w.mail) - 1; r > int(top); r-- {

@@ -242,11 +242,10 @@ func (rt *Runtime) Close() error {
 // quiescent reports that no thread exists: none submitted and unfinished,
 // none parked off-processor, and every worker asleep with nothing queued.
 // Threads only reach a sleeping worker through a deal or steering, which
-// count in moves, so a scan during which moves did not change saw a
-// consistent state. Invariant: every path that adds to roots or suspended
-// takes it away again when its thread ends or holds a processor again
-// (Task.finish, rejoin, waitFor); the argument is in docs/design.md, "Close
-// and quiescence".
+// count in moves. Invariants Q1-Q3 (PROTOCOLS.md): a scan during which
+// moves did not change saw a consistent state, every path that adds to
+// roots or suspended takes it away again, and a runtime with a thread
+// anywhere is not quiescent.
 func (rt *Runtime) quiescent() bool {
 	moves := rt.moves.Load()
 	if rt.roots.Load() != 0 || rt.suspended.Load() != 0 {

@@ -450,9 +450,8 @@ func (w *worker) idle(g *gor) {
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
 	// spares; either way g stops being the sleeper and parks to learn which.
-	// The sleeper's identity, not a flag, marks the state: a goroutine that
-	// lost the token while spinning must not take a later sleeper's state for
-	// its own. It first spins briefly, since dealt work often follows a
+	// Invariants S1-S4 (PROTOCOLS.md): the sleeper's identity, not a flag,
+	// marks the state, and no wake-up is lost. It first spins briefly, since dealt work often follows a
 	// request within microseconds, yielding the OS processor but not entering
 	// Go's scheduler, which would keep this P from polling the network.
 	g.w = nil
@@ -490,10 +489,8 @@ func (w *worker) windDown() {
 // reports false, having done nothing, when w has work queued, no spare,
 // or the runtime stops; the caller then hands the token on (passTo).
 //
-// No wake-up is lost: as in idle, the sleeper is published before the last
-// look for work, and a waker queues work before it takes the sleeper. If
-// work came in between, whoever wins the compare-and-swap on the sleeper
-// hands the spare the token.
+// Invariants S1 and S2 (PROTOCOLS.md): as in idle, the sleeper is published
+// before the last look for work, so no wake-up is lost.
 func (w *worker) rest() bool {
 	if w.highest() >= 0 || w.hasWork() || w.rt.stopping.Load() || len(w.spares) == 0 {
 		return false

@@ -13,34 +13,10 @@ package engine
 // the thread it runs on: on Linux its thread id, one system call and a map
 // read; elsewhere the goroutine id, where the thread's is not at hand.
 //
-// Invariants:
-//
-//   - I1. A running goroutine whose mode is not modeSched holds its OS
-//     thread locked. leave locks before it stores a thread mode; a revoker
-//     changes only a thread mode into another; and every unlock (park,
-//     suspend, the end of RunHere, the goroutine's exit) comes after enter
-//     has stored modeSched.
-//   - I2. locks[k] is g only while g holds thread k locked, and g.lockSeq
-//     is odd exactly then and changes at every lock and unlock: lock stores
-//     the entry after LockOSThread and the odd count, unlock (or forget, at
-//     a pinned goroutine's exit) removes it before the even count and
-//     UnlockOSThread.
-//
-// Why a lookup (lockedSelf) is exact:
-//
-//   - It answers g only if, reading in this order, the caller's key was k,
-//     locks[k] was g, g.lockSeq was s (odd), the caller's key was k again,
-//     locks[k] was still g and g.lockSeq still s. By I2, g held one thread
-//     locked all the time between the two reads of lockSeq, and that thread
-//     is k, since locks[k] named g within that time; the caller ran on k
-//     within that time too, so the caller is g.
-//   - It answers nil only if locks had no entry for the thread the caller
-//     had just run on. A goroutine holding its thread locked stays on it,
-//     and its entry stays, as long as it runs this code; so the caller
-//     holds no thread locked, and by I1 runs no thread's code.
-//   - Any other outcome (the caller moved to another thread between the
-//     reads, or g let go of k) looks again. A caller moves only when Go
-//     reschedules it, so the loop ends.
+// Invariants I1 and I2 (PROTOCOLS.md): a running goroutine not in
+// modeSched holds its OS thread locked, and locks[k] is g only while g
+// holds thread k locked, with g.lockSeq odd exactly then. Invariant I3
+// (PROTOCOLS.md) argues from them that a lookup (lockedSelf) is exact.
 var locks lockTable // thread key → *gor (osthread_*.go)
 
 // lockedSelf is the record of the calling goroutine if it holds its OS

@@ -28,7 +28,8 @@ type item struct {
 // worker is one processor: its thread banks (one per priority rank), its
 // mailboxes, request cell and inbox, and the state of its scheduling loop.
 // Fields under "owner" are touched only by the goroutine holding the token;
-// the hand-off channel orders them between holders.
+// the hand-off channel orders them between holders (invariants T1 and T2,
+// PROTOCOLS.md).
 type worker struct {
 	rt *Runtime
 	id int
@@ -113,14 +114,8 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 // deal finds a worker that wants work in n/64 loads (policy.OpenVictim)
 // instead of drawing workers at random.
 //
-// Invariants: only the owner sets its bit, as it opens the mailbox
-// (worker.open); the owner clears it as it closes the mailbox (refuse,
-// receive), and a sender clears it once its TryClaim won (sendTo). The
-// index is a hint: a set bit may name a mailbox just claimed or closed, and
-// a clear bit an open one (a sender's clear after the owner closed and
-// opened again); the mailbox's state decides every deal, and a deal that
-// finds no bit falls back to random draws (policy.DealVictim). Nothing on
-// the fork path reads or writes it.
+// Invariant T4 (PROTOCOLS.md): the index is a hint; the mailbox's state
+// decides every deal. Nothing on the fork path reads or writes it.
 type openIndex [][]atomic.Uint64
 
 func newOpenIndex(ranks, workers int) openIndex {

@@ -411,12 +411,15 @@ func Seizes(r, running, primary int, lends bool) bool {
 // stale: the chosen one's token is then revoked for the arriving thread.
 func SteerRevokes(best int) bool { return best < revokeBelow }
 
-// Watchdog verdicts on a worker that passed no preemption point for some
-// ticks.
+// Verdict is the watchdog's decision on a worker that passed no preemption
+// point for some ticks.
+type Verdict int
+
+// Watchdog verdicts.
 const (
-	Wait          = iota // leave it
-	RevokeBusy           // revoke: someone waits, and its thread may compute
-	RevokeBlocked        // revoke: nobody waits, but a whole round went by (it is blocked, most likely)
+	Wait          Verdict = iota // leave it
+	RevokeBusy                   // revoke: someone waits, and its thread may compute
+	RevokeBlocked                // revoke: nobody waits, but a whole round went by (it is blocked, most likely)
 )
 
 // StallTicks is how many ticks without a preemption point the watchdog
@@ -430,7 +433,7 @@ func RoundTicks(q, interrupt int64) int { return max(StallTicks, int(q/interrupt
 // Watchdog decides about a worker that passed no preemption point for ticks
 // ticks: demand says somebody waits for it (threads queued on it, a
 // request, an idle worker, the end of its round).
-func Watchdog(ticks, roundTicks int, demand bool) int {
+func Watchdog(ticks, roundTicks int, demand bool) Verdict {
 	switch {
 	case ticks < StallTicks:
 		return Wait
@@ -447,7 +450,7 @@ func Watchdog(ticks, roundTicks int, demand bool) int {
 // thread computes and RevokeBlocked if it does not, whoever waits. The
 // guess from demand alone cost a library call its P and its demotion after
 // a round unasked.
-func Measured(verdict int, known, computing bool) int {
+func Measured(verdict Verdict, known, computing bool) Verdict {
 	switch {
 	case verdict == Wait || !known:
 		return verdict
