@@ -436,9 +436,10 @@ func BenchmarkRunIdle(b *testing.B) {
 // priority beside a time sink at medium that is always ready, criterion
 // 50-25-25 with nothing at high, P = 2; reports the fraction of processor
 // time low got (its share is 0.25) with prompt borrowing on, the default,
-// and off. The sink borrows up to the prompt budget, 5 % of each low
-// round; low's share falls below 0.25 by about that much, and by more if
-// a borrower runs past its budget.
+// and off. The sink borrows low's rounds only while its own recent
+// processor time is below its share (policy.MayBorrow), so low keeps about
+// 0.25 either way; a borrower that runs past the point where it goes over
+// its share takes a little more.
 func BenchmarkShareBesideBorrower(b *testing.B) {
 	for _, borrow := range []bool{true, false} {
 		b.Run(fmt.Sprintf("borrow=%v", borrow), func(b *testing.B) {
