@@ -18,11 +18,12 @@ import (
 	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
-// Defaults of the scheduling parameters, as in the paper (§5.2).
+// Defaults of the scheduling parameters, as in the paper (§5.2): a round of
+// 5 ms, a deal every 100 µs, an interrupt every 1 ms.
 const (
-	DefaultRoundQuantum = 5 * time.Millisecond
-	DefaultDealInterval = 100 * time.Microsecond
-	DefaultInterrupt    = 1 * time.Millisecond
+	DefaultRoundQuantum = policy.DefaultQuantum
+	DefaultDealInterval = policy.DefaultDealInterval
+	DefaultInterrupt    = policy.DefaultInterrupt
 )
 
 // Errors returned by the runtime. Use errors.Is to test for them.

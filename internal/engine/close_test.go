@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // closeWithin closes rt and fails the test if Close has not returned
@@ -78,7 +79,7 @@ func TestStaleInboxEntryOfRunningThread(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	w := holder.Load()
-	time.Sleep(2 * staleAfter) // steering now passes w by
+	time.Sleep(2 * policy.StaleAfter) // steering now passes w by
 
 	var runs atomic.Int32
 	r := &Task{}

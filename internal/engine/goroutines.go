@@ -5,6 +5,8 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sync/atomic"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Goroutines and processor tokens.
@@ -21,10 +23,6 @@ import (
 //
 // The token protocol (who may touch a worker's owner state) is in
 // PROTOCOLS.md, invariants T1-T3 and M1-M5.
-
-// maxSpares bounds the parked spare goroutines kept per worker; a
-// goroutine that finds the list full exits instead.
-const maxSpares = 8
 
 // gor is a goroutine that can hold a worker token.
 type gor struct {
@@ -102,7 +100,7 @@ func (rt *Runtime) newGor() *gor {
 
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
-	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
+	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: policy.NoRank}
 	g.priv.g = g
 	return g
 }
@@ -190,7 +188,7 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	returned = true
 	g.unlock() // the caller's goroutine goes back to its code unlocked
 	w = g.w    // t may have ended on another worker
-	if len(w.callers) < maxCallers {
+	if len(w.callers) < policy.MaxCallers {
 		w.callers = append(w.callers, g) // with its lazy stack and fork records
 	}
 	g.w = nil
@@ -201,9 +199,6 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	return true, nil
 }
 
-// maxCallers bounds the goroutine records a worker keeps for RunHere.
-const maxCallers = 2
-
 // caller gives a record for an ordinary goroutine that takes w's token in
 // RunHere: one that an earlier caller left, whose lazy stack and fork
 // records are warm, or a new one. w's token is the caller's already.
@@ -211,7 +206,7 @@ func (w *worker) caller() *gor {
 	if n := len(w.callers); n > 0 {
 		g := w.callers[n-1]
 		w.callers = w.callers[:n-1]
-		g.label = rankLoop // the caller's labels are not the runtime's
+		g.label = policy.NoRank // the caller's labels are not the runtime's
 		return g
 	}
 	g := w.rt.record()
@@ -292,7 +287,7 @@ func (w *worker) spare() *gor {
 // keepSpare puts g, which is about to park, among w's spares; false if the
 // list is full and g should end instead.
 func (w *worker) keepSpare(g *gor) bool {
-	if len(w.spares) >= maxSpares {
+	if len(w.spares) >= policy.MaxSpares {
 		return false
 	}
 	w.spares = append(w.spares, g)
@@ -304,7 +299,7 @@ func (w *worker) keepSpare(g *gor) bool {
 func (g *gor) passTo() {
 	w := g.w
 	g.w = nil
-	w.setRunning(rankLoop)
+	w.setRunning(policy.NoRank)
 	if sp := w.spare(); sp != nil {
 		sp.resume(w)
 	} else {

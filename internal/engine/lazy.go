@@ -17,8 +17,8 @@ import (
 // elsewhere, as in heartbeat scheduling (Acar et al., PLDI 2018):
 //
 //   - at a heartbeat: a preemption point that is due anyway (the attention
-//     word is raised, or checkEvery points of the other kinds went by; see
-//     pollEvery for forks) promotes the
+//     word is raised, or policy.CheckEvery points of the other kinds went by; see
+//     policy.PollEvery for forks) promotes the
 //     oldest lazy fork, the one of greatest fork potential, when the bank of
 //     its priority is empty, so that a deal or a request finds work at once;
 //   - when the goroutine stops running its thread (preemption, a Join that
@@ -145,7 +145,7 @@ type Lazy interface {
 // function and the argument into it, Push raises top; after the first
 // call, Pop lowers top again if the fork was not promoted. No record is
 // initialised, no depth or context copied, nothing deferred; a countdown
-// (pollEvery) is the only other write.
+// (policy.PollEvery) is the only other write.
 //
 // Invariants L4 and L6-L8 (PROTOCOLS.md): a private fork runs exactly
 // once, a level's record is its own when its Fork2 pops, a panic needs no
@@ -155,7 +155,7 @@ type Forks struct {
 	slots           []Lazy
 	top, bot, floor int
 	// polls counts the polls of forks and loop iterations down to a pass
-	// through the scheduler (pollEvery).
+	// through the scheduler (policy.PollEvery).
 	polls int
 }
 
@@ -167,7 +167,7 @@ func (t *Task) Forks() *Forks { return &t.g.priv }
 // preemption point is due, else nil: the caller then takes the slow path
 // (Free, Install, Push and Point). The attention word is raised by the
 // ticker every interrupt, by work requests and deals, and the mode word
-// says a revoker took the goroutine's token; the countdown (pollEvery)
+// says a revoker took the goroutine's token; the countdown (policy.PollEvery)
 // only paces the offers of the OS processor.
 func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
@@ -178,15 +178,6 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	}
 	return s, level, free
 }
-
-// pollEvery is how many polls of forks and loop iterations pass, when
-// nothing raised the attention word, before a loop passes through the
-// scheduler or a fork offers its OS processor (Point). With the word alone
-// a computation that only forks would offer it once an interrupt instead
-// of every osYieldEvery: threads resumed after Await then waited for the
-// OS, and the scheduler's part of Table 5's echo p99 grew (docs/design.md,
-// the fork path). 1024 polls are a few µs of forking.
-const pollEvery = 1024
 
 // Free gives the record free at the next level, nil if none; it is
 // NextFork's for the slow path, whatever is due.
@@ -246,9 +237,9 @@ func (s *Forks) Point(t *Task) {
 		// Only the count ran out: offer the OS processor when it is time,
 		// as service does, without a pass and its heartbeat, which would
 		// promote forks that nobody asked for.
-		s.polls = pollEvery
+		s.polls = policy.PollEvery
 		if now := g.rt.now(); now >= g.nextYield {
-			g.nextYield = now + int64(osYieldEvery)
+			g.nextYield = now + int64(policy.OSYieldEvery)
 			osYield()
 		}
 	}
@@ -353,7 +344,7 @@ func (g *gor) abandon(w *worker) {
 
 // heartbeat keeps one real thread of the running priority in the bank when
 // the goroutine has lazy forks: at every due preemption point (the
-// attention word raised, or checkEvery points of the other kinds), if the
+// attention word raised, or policy.CheckEvery points of the other kinds), if the
 // bank of that priority is empty, it promotes the oldest lazy fork of the
 // two stacks, the one of greatest fork potential. A deal or a request then
 // finds work at once, while forks pay for a bank only when work is wanted.

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // osYield gives the worker's OS thread's processor to another runnable
@@ -24,20 +26,6 @@ func currentCPU() int32 {
 	}
 	return int32(cpu)
 }
-
-// shortSlice is the time slice (sched_runtime, ns) fairly asks of Linux for
-// every thread of the process when Config.ShortSlices says so: the shortest
-// a fair-class thread may have.
-// Linux 6.12 and later schedule such threads by EEVDF: a running thread is
-// preempted when another wakes only if it has used up its slice, else the
-// woken one waits for the next scheduler tick (4 ms at HZ=250). The default
-// slice is 0.7 to 3 ms, so a woken thread, Go's network poller that must
-// wake the top priority above all, waited for a tick about as often as not
-// while every core ran a worker or code without preemption points. With
-// 0.1 ms it waits only if the running thread was picked less than 0.1 ms
-// ago. A slice does not change any thread's share of processor time. Older
-// kernels ignore it.
-const shortSlice = 100_000
 
 // setSlices gives every thread of the process the short time slice (short)
 // or the kernel's default one, keeping each thread's policy and nice value.
@@ -85,10 +73,10 @@ const maxSlicePasses = 8
 // leaves real-time threads alone.
 func setSlice(tid int, short bool) (changed bool, err error) {
 	err = changeAttr(tid, func(a *unix.SchedAttr) {
-		changed = (a.Runtime == shortSlice) != short
+		changed = (a.Runtime == policy.ShortSlice) != short
 		a.Runtime = 0 // the kernel's default
 		if short {
-			a.Runtime = shortSlice
+			a.Runtime = policy.ShortSlice
 		}
 	})
 	return changed, err

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // slicesOf gives the time slice of every thread of the process, in ns.
@@ -42,7 +43,7 @@ func TestShortSlices(t *testing.T) {
 	c := fairness.Uniform(fairness.NewOrder())
 	rt := New(testConfig(2, c))
 	for tid, s := range slicesOf(t) {
-		if s != shortSlice {
+		if s != policy.ShortSlice {
 			_ = rt.Close()
 			t.Skipf("the kernel keeps thread %d at a %d ns slice: no custom slices before Linux 6.12", tid, s)
 		}
@@ -58,12 +59,12 @@ func TestShortSlices(t *testing.T) {
 	}
 	require.NoError(t, rt.Close())
 	for tid, s := range slicesOf(t) {
-		assert.Equal(t, uint64(shortSlice), s, "thread %d while a runtime lives", tid)
+		assert.Equal(t, uint64(policy.ShortSlice), s, "thread %d while a runtime lives", tid)
 	}
 	close(done)
 	require.NoError(t, rt2.Close())
 	for tid, s := range slicesOf(t) {
-		assert.NotEqual(t, uint64(shortSlice), s, "thread %d after the last Close", tid)
+		assert.NotEqual(t, uint64(policy.ShortSlice), s, "thread %d after the last Close", tid)
 		if b, ok := before[tid]; ok {
 			assert.Equal(t, b, s, "thread %d: the slice it had before", tid)
 		}
@@ -130,7 +131,7 @@ func TestDemotion(t *testing.T) {
 				spinUntil(&stop, patience)
 			})
 			require.True(t, eventually(func() bool { return tid.Load() != 0 }))
-			time.Sleep(5 * time.Millisecond)         // no preemption point for longer than staleAfter
+			time.Sleep(5 * time.Millisecond)         // no preemption point for longer than policy.StaleAfter
 			submit(t, rt, hi, func(*Task) {}).Wait() // revokes the spinner's worker
 			if tc.demote {
 				assert.True(t, eventually(func() bool { return policyOf(tid.Load()) == unix.SCHED_IDLE }),
@@ -233,7 +234,7 @@ func BenchmarkCurrentCPU(b *testing.B) {
 // and the default back once those are gone.
 func TestShortSlicesWhileOthersCompute(t *testing.T) {
 	shortenSlices(true)
-	supported := slicesOf(t)[os.Getpid()] == shortSlice
+	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
 	shortenSlices(false)
 	if !supported {
 		t.Skip("no custom slices before Linux 6.12")
@@ -259,13 +260,13 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 		for !stop.Load() {
 		}
 	}()
-	short := eventually(func() bool { return slicesOf(t)[os.Getpid()] == shortSlice })
+	short := eventually(func() bool { return slicesOf(t)[os.Getpid()] == policy.ShortSlice })
 	raised := goruntime.GOMAXPROCS(0) > base
 	stop.Store(true)
 	busy.Wait()
 	<-hogDone
 	assert.True(t, short, "no short slices beside a computing goroutine")
 	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a computing goroutine", base)
-	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != shortSlice }),
+	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
 		"the short slices stayed after the goroutine ended")
 }

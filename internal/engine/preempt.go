@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Preemption points and the thread operations built on them.
@@ -56,7 +58,7 @@ func (g *gor) enterPoint(t *Task) {
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
 func (g *gor) checkpoint(t *Task) {
-	g.count, g.priv.polls = checkEvery, pollEvery
+	g.count, g.priv.polls = policy.CheckEvery, policy.PollEvery
 	w := g.w
 	now := w.rt.now()
 	g.heartbeat(w, now)
@@ -143,7 +145,7 @@ func (t *Task) Due() bool { return t.g.due() }
 // Attention reports whether a preemption point of t is due because the
 // worker's attention word is raised (by the ticker every interrupt, by a
 // request for work, a deal, a thread of higher priority), t's token was
-// revoked, or pollEvery polls went by: then the caller calls Wanted. It
+// revoked, or policy.PollEvery polls went by: then the caller calls Wanted. It
 // reads no clock and counts on the goroutine's fork stack, so that a loop
 // polling it at every iteration passes the scheduler once every 1024
 // iterations at most where Due would every 64.

@@ -4,7 +4,8 @@ import (
 	goruntime "runtime"
 	"runtime/metrics"
 	"sync"
-	"time"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Go Ps for wake-ups.
@@ -30,12 +31,12 @@ import (
 // itself and one per worker (a sleeping worker's P is idle, but it is the
 // worker's when it wakes). What is left, the others, is the number of Ps
 // the runtime reserves beyond its workers and the spare, once every tick
-// over othersFor saw at least that many, and at most one per processor of
+// over policy.OthersFor saw at least that many, and at most one per processor of
 // the machine: past that, the others' goroutines get no more processor
 // time from more Ps, they only take more of it from the workers.
 //
 // Invariant P1 (PROTOCOLS.md): a P stays free once the others' demand has
-// been steady for othersFor and the change it asked for is made.
+// been steady for policy.OthersFor and the change it asked for is made.
 //
 // A spare P is not a core. With more computing threads than cores, the
 // OS thread that Go wakes in the poller waits for a core, and Linux lets a
@@ -53,7 +54,7 @@ import (
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made
 // as soon as the need is seen (the spare P is taken now), a lowering only
 // after the need stayed lower for a calm window (a second; doubled, up to
-// maxCalm, whenever a raise followed the last lowering within the window),
+// policy.MaxCalm, whenever a raise followed the last lowering within the window),
 // and only to the most that the window needed. A steady load therefore
 // changes GOMAXPROCS once, and a load that comes and goes at most about
 // once a window.
@@ -67,23 +68,9 @@ import (
 // nothing, until the program sets a value that holds them again, or the
 // last of them closes.
 
-// othersFor is how long every tick must see others' goroutines for the
-// ticker to reserve Ps for them: goroutines that run for a few
-// milliseconds (a program starting up, a request's handler, a hand-off) do
-// not take the spare P for long enough to be worth a stop of the world.
-// In time, not ticks: while the spare P is taken, the ticker itself runs
-// late, up to Go's 10 ms preemption. othersRing bounds the ticks it keeps.
-const (
-	othersFor  = 10 * time.Millisecond
-	othersRing = 32
-)
-
-// calmWindow is how long the need must stay lower before Ps are given back;
-// maxCalm bounds its doubling.
-const (
-	calmWindow = time.Second
-	maxCalm    = 16 * time.Second
-)
+// othersRing bounds the ticks the ticker keeps of others' goroutines:
+// those of the last policy.OthersFor, one a tick.
+const othersRing = 32
 
 // maxprocs is the reservation of Ps shared by every live runtime of the
 // process that reserves (Config.ReserveP).
@@ -172,7 +159,7 @@ type psFit struct {
 }
 
 func newPsFit() psFit {
-	f := psFit{calmSince: -1, window: int64(calmWindow), lowered: -1, changed: -1}
+	f := psFit{calmSince: -1, window: int64(policy.CalmWindow), lowered: -1, changed: -1}
 	for i := range f.at {
 		f.at[i] = -1 << 62 // long ago, seeing nobody
 	}
@@ -181,7 +168,7 @@ func newPsFit() psFit {
 
 // need is the number of extra Ps wanted, given others, the goroutines seen
 // running or runnable at now beyond the ticker and the workers: the lowest
-// count seen over the last othersFor (the ticks since then and the one
+// count seen over the last policy.OthersFor (the ticks since then and the one
 // before, or the whole ring), at most limit. A goroutine that competes for
 // a P only briefly, such as a thread detached by a seizure (it runs
 // cooperative code and is back at its next point, microseconds later),
@@ -192,7 +179,7 @@ func (f *psFit) need(now int64, others, limit int) int {
 	for k := range othersRing {
 		j := (f.i - k + othersRing) % othersRing
 		low = min(low, f.others[j])
-		if f.at[j] <= now-int64(othersFor) {
+		if f.at[j] <= now-int64(policy.OthersFor) {
 			break // the window is covered (or, with very short ticks, the ring)
 		}
 	}
@@ -204,15 +191,15 @@ func (f *psFit) need(now int64, others, limit int) int {
 // and true when GOMAXPROCS should change. It raises at once, and lowers to
 // the most the calm window needed once the need stayed below asked for the
 // whole window. A raise within the window after a lowering doubles the
-// window (up to maxCalm); maxCalm without a change resets it.
+// window (up to policy.MaxCalm); policy.MaxCalm without a change resets it.
 func (f *psFit) next(now int64, need int) (int, bool) {
-	if f.changed >= 0 && now-f.changed >= int64(maxCalm) {
-		f.window = int64(calmWindow)
+	if f.changed >= 0 && now-f.changed >= int64(policy.MaxCalm) {
+		f.window = int64(policy.CalmWindow)
 	}
 	switch {
 	case need > f.asked:
 		if f.lowered >= 0 && now-f.lowered < f.window {
-			f.window = min(2*f.window, int64(maxCalm))
+			f.window = min(2*f.window, int64(policy.MaxCalm))
 		}
 		f.calmSince = -1
 		return f.change(now, need), true

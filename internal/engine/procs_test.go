@@ -7,13 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
-// Others' goroutines count only once every tick over othersFor saw them,
+// Others' goroutines count only once every tick over policy.OthersFor saw them,
 // and never beyond the limit.
 func TestPsFitNeedFiltersBriefGoroutines(t *testing.T) {
 	ms := int64(time.Millisecond)
-	span := int64(othersFor) / ms
+	span := int64(policy.OthersFor) / ms
 	f := newPsFit()
 	at := int64(0)
 	for range span {
@@ -32,9 +34,9 @@ func TestPsFitNeedFiltersBriefGoroutines(t *testing.T) {
 	f = newPsFit()
 	at = 0
 	f.need(at, 2, 8)
-	at += 2 * int64(othersFor)
+	at += 2 * int64(policy.OthersFor)
 	assert.Equal(t, 2, f.need(at, 2, 8))
-	at += 2 * int64(othersFor)
+	at += 2 * int64(policy.OthersFor)
 	assert.Equal(t, 2, f.need(at, 9, 2), "bounded")
 }
 
@@ -44,7 +46,7 @@ func TestPsFitNeedFiltersBriefGoroutines(t *testing.T) {
 // GOMAXPROCS ever more rarely.
 func TestPsFitRaisesAtOnceLowersAfterCalm(t *testing.T) {
 	ms := int64(time.Millisecond)
-	win := int64(calmWindow)
+	win := int64(policy.CalmWindow)
 	f := newPsFit()
 	n, ok := f.next(0, 2)
 	assert.True(t, ok)
@@ -85,7 +87,7 @@ func TestPsFitRaisesAtOnceLowersAfterCalm(t *testing.T) {
 	}
 
 	// A long steady state forgets the doubling.
-	at += int64(maxCalm)
+	at += int64(policy.MaxCalm)
 	_, ok = f.next(at, 1)
 	assert.False(t, ok)
 	assert.Equal(t, win, f.window)

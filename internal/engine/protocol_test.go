@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 type fn func(t *Task)
@@ -102,9 +103,9 @@ func TestDetachedTimeCharged(t *testing.T) {
 	for !started.Load() {
 		time.Sleep(100 * time.Microsecond)
 	}
-	// The spinner passes no point from now on: after staleAfter, an
+	// The spinner passes no point from now on: after policy.StaleAfter, an
 	// arriving thread of higher priority takes its worker (steer).
-	time.Sleep(2 * staleAfter)
+	time.Sleep(2 * policy.StaleAfter)
 	submit(t, rt, hi, func(*Task) {}).Wait()
 	time.Sleep(40 * time.Millisecond)
 	stop.Store(true)
@@ -372,7 +373,7 @@ func TestOpenIndex(t *testing.T) {
 	assert.True(t, bit(), "opened")
 	w.banks[r].Insert(item{t: &Task{}}, 1)
 	w.banks[r].Insert(item{t: &Task{}}, 2)
-	require.True(t, w.sendTo(v, r, rankLoop))
+	require.True(t, w.sendTo(v, r, policy.NoRank))
 	assert.False(t, bit(), "claimed by a sender")
 	assert.True(t, v.receive(), "the deal came in")
 	v.open(r)

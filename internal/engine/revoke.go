@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/mailbox"
@@ -47,7 +46,7 @@ import (
 //   - by a thread that arrives from outside a worker (resumed after Await
 //     or Sleep, or submitted) when every worker that could run it soonest
 //     runs a lower priority and has not passed a preemption point for
-//     staleAfter: the arriving goroutine takes the token at once;
+//     policy.StaleAfter: the arriving goroutine takes the token at once;
 //   - by a thread resumed after Await or Sleep whose goroutine finds a
 //     worker that runs a lower priority's code and would switch to the
 //     resumed thread's priority at its next point (policy.Seizes): the
@@ -76,12 +75,6 @@ import (
 // call that may never end); detached goroutines that block cost nothing and
 // are not limited. On Linux its OS thread is demoted, so that it takes
 // only processor time nobody else wants (Demotion, below).
-
-// staleAfter is how long a worker may go without a preemption point before
-// an arriving thread of higher priority takes its token instead of waiting:
-// several deal intervals, well above the gap between points of cooperative
-// code (microseconds), well below the promptness goal of a millisecond.
-const staleAfter = 250 * time.Microsecond
 
 // The modes of a goroutine; see above. modeQueued goes with modeUser: the
 // worker's banks (or the holder's lazy forks) held threads when its holder
@@ -138,7 +131,7 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 // for the machine's cores, and Go's own threads (the network poller's,
 // timers') wait behind it for a core: the top priority's request then
 // arrives late. So the ticker demotes the OS thread of a goroutine that has
-// computed detached for staleAfter of processor time to Linux's idle class
+// computed detached for policy.StaleAfter of processor time to Linux's idle class
 // (SCHED_IDLE), which gets a core only when no other thread wants it and
 // gives it up at once to any that wakes. Cooperative code revoked for an
 // urgent thread comes back at its next preemption point, within
@@ -176,7 +169,7 @@ func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
 }
 
 // demote demotes the OS threads of the goroutines that have computed for
-// staleAfter since they were detached, at now; the ticker calls it. It
+// policy.StaleAfter since they were detached, at now; the ticker calls it. It
 // counts processor time, not time: a goroutine of cooperative code that
 // the OS has not run since (its core was taken by the very thread that
 // revoked it) is not stuck, and comes back at its next point. Where the
@@ -193,7 +186,7 @@ func (l *detachedList) demote(now int64) {
 		if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
 			ran = cpu - g.detCPU
 		}
-		if ran >= int64(staleAfter) {
+		if ran >= int64(policy.StaleAfter) {
 			g.demoted = demote(tid)
 		}
 	}
@@ -345,7 +338,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 
 // waitingTop is the highest rank of the threads that wait for w while its
 // holder, whose mode word is m, runs a thread's code: in its banks (as of
-// the holder's leave), inbox or mailboxes; rankLoop if none.
+// the holder's leave), inbox or mailboxes; policy.NoRank if none.
 func (w *worker) waitingTop(m mode) int32 {
 	top := int32(m>>modeTopShift) - 1
 	top = max(top, w.inbox.top.Load()-1)
@@ -367,7 +360,7 @@ func (w *worker) detachEnded(busy bool) {
 		w.rt.detBusy.Add(-1)
 	}
 	if w.detBusy == 0 {
-		w.detTop = rankLoop
+		w.detTop = policy.NoRank
 	}
 }
 
@@ -401,7 +394,7 @@ func (rt *Runtime) takeFor(r int32) *worker {
 
 // seize takes, by revocation, the token of a worker that runs a lower
 // priority's code and either would switch to rank r at its next point
-// (policy.Seizes) or has not passed a point for staleAfter, and returns
+// (policy.Seizes) or has not passed a point for policy.StaleAfter, and returns
 // that worker, for the caller to give to a goroutine with adopt; nil if no
 // worker qualifies. Workers are tried from a rotating start, as in steer,
 // so that seizures spread.
@@ -431,7 +424,7 @@ func (rt *Runtime) seize(r, here int32) *worker {
 			if (w.cpu.Load() == here) != near {
 				continue
 			}
-			stale := now-w.lastService.Load() >= int64(staleAfter)
+			stale := now-w.lastService.Load() >= int64(policy.StaleAfter)
 			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
 				continue
 			}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Errors returned by the runtime. Use errors.Is to test for them.
@@ -218,7 +219,7 @@ func (rt *Runtime) Close() error {
 	}
 	rt.closing.Store(true)
 	for !rt.quiescent() {
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(policy.ClosePoll)
 	}
 	rt.stopping.Store(true)
 	rt.ticker.stop()

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"time"
+	"math"
 
 	"github.com/fairlyprompt/fairly/bank"
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -70,7 +70,7 @@ func (g *gor) loop() {
 }
 
 // due reports whether the worker should pass through the scheduler now: its
-// attention word is raised, or checkEvery points went by. It is the whole
+// attention word is raised, or policy.CheckEvery points went by. It is the whole
 // cost of a preemption point in the common case: one atomic load, no clock
 // read, no write to memory other workers read.
 func (g *gor) due() bool {
@@ -84,7 +84,7 @@ func (g *gor) due() bool {
 // poll does the periodic duties from the loop when they are due.
 func (g *gor) poll() {
 	if g.due() {
-		g.count = checkEvery
+		g.count = policy.CheckEvery
 		g.w.service(g.w.rt.now())
 	}
 }
@@ -101,7 +101,7 @@ func (g *gor) poll() {
 // idle worker's request it could not serve, and stops at the first deal
 // whose surplus no worker's open mailbox takes; otherwise, as before, a
 // random deal at most once a deal interval and points due only when
-// another party raised the attention word or checkEvery points went by.
+// another party raised the attention word or policy.CheckEvery points went by.
 // The fork path is unchanged: it still reads only the attention word.
 func (w *worker) service(now int64) {
 	w.attn.Store(0)
@@ -124,20 +124,11 @@ func (w *worker) service(now int64) {
 		w.attn.Store(1)
 	}
 	if now >= w.nextYield {
-		w.nextYield = now + int64(osYieldEvery)
+		w.nextYield = now + int64(policy.OSYieldEvery)
 		osYield()
 		w.cpu.Store(currentCPU()) // the yield is where the OS may have moved us
 	}
 }
-
-// osYieldEvery is how often a busy worker offers its OS processor to other
-// threads. With every core running a worker, the OS would otherwise let the
-// thread of the free P (timers, the network poller, Await-ed calls) wait for
-// a whole time slice, a millisecond or more, before it can wake a thread.
-// 20 µs against 50 µs: network echo p99 beside fine-grained fib at P=2, a
-// median of 1.37 ms against 2.82 ms over five paired runs, with no loss of
-// fib's throughput (a sched_yield with nothing to run costs under 1 µs).
-const osYieldEvery = 20 * time.Microsecond
 
 // newRound draws the primary priority for the next quantum, adopting a
 // criterion installed by SetCriterion. By default rounds are aligned: every
@@ -194,7 +185,7 @@ func (rt *Runtime) alignedPrimary(now int64) int {
 // next removes the thread to run now, if the worker has one, with the fork
 // depth its bank entry records (a stale entry's task may be changing).
 func (w *worker) next() (item, int, bool) {
-	r := w.choose(rankLoop, 0)
+	r := w.choose(policy.NoRank, 0)
 	if r < 0 {
 		return item{}, 0, false
 	}
@@ -206,7 +197,7 @@ func (w *worker) next() (item, int, bool) {
 }
 
 // choose gives the rank the worker should run: cur is the rank of the
-// thread it runs now (it counts as work at that rank), rankLoop if none; now
+// thread it runs now (it counts as work at that rank), policy.NoRank if none; now
 // is the current time if the caller has it, else 0. The primary rank when it
 // has work, unless a higher rank with a share of its own is ready, used
 // less than that share of the worker lately and has prompt budget left in
@@ -246,7 +237,7 @@ func (w *worker) mayBorrow(top int, now int64) bool {
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the
-// highest rank whose bank is not empty, or rankLoop.
+// highest rank whose bank is not empty, or policy.NoRank.
 func (w *worker) highest() int {
 	for r := w.top; r >= 0; r-- {
 		if w.banks[r].Len() > 0 {
@@ -254,8 +245,8 @@ func (w *worker) highest() int {
 			return r
 		}
 	}
-	w.top = rankLoop
-	return rankLoop
+	w.top = policy.NoRank
+	return policy.NoRank
 }
 
 // insert puts it into the bank of its priority and refuses further deals at
@@ -456,7 +447,7 @@ func (w *worker) idle(g *gor) {
 	// Go's scheduler, which would keep this P from polling the network.
 	g.w = nil
 	w.sleeper.Store(g)
-	deadline := w.rt.now() + int64(idleSpin)
+	deadline := w.rt.now() + int64(policy.IdleSpin)
 	for w.sleeper.Load() == g {
 		if w.hasWork() || w.rt.stopping.Load() {
 			if w.sleeper.CompareAndSwap(g, nil) {
@@ -476,7 +467,7 @@ func (w *worker) idle(g *gor) {
 // windDown readies w for sleep: nothing runs, every mailbox takes deals,
 // and another worker is asked for work.
 func (w *worker) windDown() {
-	w.setRunning(rankLoop)
+	w.setRunning(policy.NoRank)
 	for r := range w.mail {
 		w.open(r)
 	}
@@ -529,9 +520,6 @@ func (w *worker) ask(anything bool) {
 	}
 }
 
-// idleSpin is how long an idle worker watches for work before it sleeps.
-const idleSpin = 50 * time.Microsecond
-
 // hasWork reports work delivered from outside: inbox or mailboxes.
 func (w *worker) hasWork() bool {
 	return w.inbox.n.Load() != 0 || w.mailFlag.Load() != 0
@@ -539,7 +527,7 @@ func (w *worker) hasWork() bool {
 
 // shutdown releases the worker's spare goroutines; the runtime is stopping.
 func (w *worker) shutdown() {
-	w.setRunning(rankLoop)
+	w.setRunning(policy.NoRank)
 	for _, sp := range w.spares {
 		sp.resume(nil)
 	}
@@ -551,7 +539,7 @@ func (w *worker) shutdown() {
 // whose primary priority it has and that runs something else or nothing,
 // else an idle one, else one with that primary priority, else the one
 // running the lowest priority. Workers that have passed no preemption point
-// for staleAfter come last; if the chosen one is such a worker running a
+// for policy.StaleAfter come last; if the chosen one is such a worker running a
 // lower priority, its token is revoked and a new goroutine serves it.
 func (rt *Runtime) steer(it item) {
 	r := int32(it.t.rank)
@@ -559,10 +547,10 @@ func (rt *Runtime) steer(it item) {
 	start := int(rt.steerSeq.Add(1))
 	now := rt.now()
 	var best *worker
-	bestScore := -1 << 30
+	bestScore := math.MinInt
 	for i := range ws {
 		w := ws[(start+i)%len(ws)]
-		stale := now-w.lastService.Load() >= int64(staleAfter)
+		stale := now-w.lastService.Load() >= int64(policy.StaleAfter)
 		score := policy.SteerScore(int(r), int(w.running.Load()), int(w.primPub.Load()), w.sleeper.Load() != nil, stale)
 		if score > bestScore {
 			best, bestScore = w, score

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Body is the code of a thread. Package thread implements it for typed
@@ -201,22 +202,13 @@ func (t *Task) WaitContext(ctx context.Context) error {
 	}
 }
 
-// waitSpin is how long Wait and WaitContext look for the end of t before
-// they park the caller. A thread given to a worker often ends sooner than a
-// virtual machine takes to wake a parked OS thread, tens of µs, which a
-// parked caller would pay on top. BenchmarkRunBusy/go+wait at P = 1, p50:
-// 55–73 µs looking for 5 µs, 37–53 for 10, 14–26 for 20; at P = 2, where
-// the thread takes longer, 100–128 µs whatever the look. The look costs
-// the caller's processor at most that long, and it yields between looks.
-const waitSpin = 20 * time.Microsecond
-
-// spinDone reports whether t finished within waitSpin, yielding the
+// spinDone reports whether t finished within policy.WaitSpin, yielding the
 // caller's processor between looks.
 func (t *Task) spinDone() bool {
 	if t.Done() {
 		return true
 	}
-	for start := time.Now(); time.Since(start) < waitSpin; {
+	for start := time.Now(); time.Since(start) < policy.WaitSpin; {
 		goruntime.Gosched()
 		if t.Done() {
 			return true

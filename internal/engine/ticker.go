@@ -33,7 +33,7 @@ import (
 //     is runnable (state R) when it looks, computes.
 //     Elsewhere it guesses: computing if somebody waits, blocked if a round
 //     went by unasked. A computing detached thread is demoted after
-//     staleAfter (revoke.go).
+//     policy.StaleAfter (revoke.go).
 //
 // The ticker also keeps a P free for wake-ups (procs.go): each tick it
 // counts the goroutines that compete for Ps beside its workers, the
@@ -109,7 +109,7 @@ type watch struct {
 }
 
 // computing samples the processor time of h's OS thread at now and reports
-// whether the thread computes: it ran an eighth of the time since the
+// whether the thread computes: it ran 1/policy.ComputingFraction of the time since the
 // previous sample or more, or it is runnable now (on a machine that other
 // processes keep busy, a computing thread may get less). A blocked
 // goroutine's locked thread sleeps in the kernel and runs next to nothing.
@@ -122,7 +122,7 @@ func (wt *watch) computing(h *gor, now int64) (busy, known bool) {
 	if cpu < 0 || prev < 0 {
 		return false, false
 	}
-	return 8*(cpu-prev) >= now-at || threadRunnable(tid), true
+	return policy.ComputingFraction*(cpu-prev) >= now-at || threadRunnable(tid), true
 }
 
 func (tk *ticker) run(rt *Runtime) {

@@ -6,17 +6,9 @@ import (
 
 	"github.com/fairlyprompt/fairly/bank"
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/mailbox"
 )
-
-// Ranks that are not priorities, for the running-rank bookkeeping.
-const (
-	rankLoop = -1 // in the scheduling loop, between threads, or idle
-)
-
-// checkEvery is how many preemption points pass between two clock reads when
-// nothing raised the attention word: the clock decides rounds and deals.
-const checkEvery = 64
 
 // item is what banks, mailboxes and inboxes hold: a thread that has not
 // started (g == nil), or the continuation of a started one, parked on g.
@@ -47,13 +39,13 @@ type worker struct {
 	roundEnd    atomic.Int64        // when the worker's current round ends
 	cpu         atomic.Int32        // the processor its holder's OS thread ran on when last seen, -1 if unknown (seize)
 
-	running atomic.Int32 // rank being run, rankLoop when none
+	running atomic.Int32 // rank being run, policy.NoRank when none
 	primPub atomic.Int32 // primary rank of the current round
 
 	// detached goroutines of this worker (revoke.go), under detMu
 	detMu   sync.Mutex
 	detBusy int   // computing ones
-	detTop  int32 // highest rank among the computing ones, rankLoop if none
+	detTop  int32 // highest rank among the computing ones, policy.NoRank if none
 
 	// owner: touched only by the holder, in modeSched (revoke.go); kept off
 	// the cache lines of the shared fields above
@@ -98,12 +90,12 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 		borrowed: make([]int64, n),
 		used:     make([]int64, n),
 		top:      -1,
-		cur:      rankLoop,
-		detTop:   rankLoop,
+		cur:      policy.NoRank,
+		detTop:   policy.NoRank,
 		rng:      seed | 1,
 		stats:    newWorkerStats(n),
 	}
-	w.running.Store(rankLoop)
+	w.running.Store(policy.NoRank)
 	w.cpu.Store(-1)
 	w.newRound(0)
 	return w
@@ -207,7 +199,7 @@ func (w *worker) rand() uint64 {
 	return w.rng
 }
 
-// setRunning records that the worker now runs rank r (rankLoop: none),
+// setRunning records that the worker now runs rank r (policy.NoRank: none),
 // charging the time since the last change to the rank it ran. Reading the
 // clock only on changes keeps it off the spawn path.
 func (w *worker) setRunning(r int) {

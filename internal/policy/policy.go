@@ -6,6 +6,8 @@
 //
 // Ranks are priority ranks as in package fairness (0 the lowest); NoRank
 // stands for "no rank" (the scheduling loop between threads, or idle).
+// tuning.go holds the constants that the engine and the simulator share,
+// each with where its value comes from.
 package policy
 
 import (
@@ -13,9 +15,6 @@ import (
 
 	"github.com/fairlyprompt/fairly/fairness"
 )
-
-// NoRank is not a rank: nothing runs, or no rank has work.
-const NoRank = -1
 
 // AlignedPrimary is the primary rank of aligned round k (the round holding
 // time kQ to (k+1)Q on every worker) under criterion c with ranks ranks and
@@ -82,15 +81,6 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 // a lower primary priority's rounds from it three times over
 // (docs/results.md, "Table 1: where the stretch beyond 1/F comes from").
 func Lends(rank, primary int, donating bool) bool { return rank > primary && !donating }
-
-// UsageShift sets how far back a worker's record of each rank's processor
-// time reaches (see Decay and MayBorrow): every round start keeps
-// 1 - 1/2^UsageShift of it, so the record weighs about the last
-// 2^UsageShift rounds (640 ms at the default quantum). Shorter, an
-// interactive priority's bursts (the backlog after a collector's pause)
-// took it over its share for a while though it used well under it on
-// average.
-const UsageShift = 7
 
 // UsageWindow is the time that a worker's decayed record of processor time
 // stands for, with quantum q: a rank that runs all the time reaches about
@@ -163,13 +153,6 @@ func Keep(r, next, cur int) int {
 func Victim(random uint64, self, n int) int {
 	return int(random%uint64(n-1)+uint64(self)+1) % n
 }
-
-// AskTries is how many random workers an asking worker draws, at most,
-// to find one that is awake: a sleeping worker never serves a request, and
-// after a barrier most workers sleep, so one draw would mostly ask a
-// sleeper and leave the asker idle until the next tick (simulator finding
-// 1, docs/simulation.md).
-const AskTries = 4
 
 // AskVictim draws up to AskTries victims among n > 1 workers other than
 // self, from draw's random numbers, and returns the first that asleep says
@@ -287,21 +270,18 @@ func SpreadAfter(until, now, window int64, dealt, noTaker, received, refused boo
 	return until
 }
 
-// anyRank marks a request that work of any rank answers.
-const anyRank = 1 << 30
-
 // Request encodes a request for work of rank r in a request cell's rank
 // field; anything says the asker is idle and takes any rank.
 func Request(r int, anything bool) int {
 	if anything {
-		r |= anyRank
+		r |= AboveAll
 	}
 	return r
 }
 
 // RequestedRank decodes a request made by Request.
 func RequestedRank(req int) (r int, anything bool) {
-	return req &^ anyRank, req&anyRank != 0
+	return req &^ AboveAll, req&AboveAll != 0
 }
 
 // AsksForPrimary reports whether a worker that donates for want of its
@@ -358,18 +338,6 @@ func OfferOrder(dst []int, targetPrimary, cur int) []int {
 	return append(dst, targetPrimary, cur)
 }
 
-// Steering scores: a thread arriving from outside the workers goes to the
-// worker of the highest score (see SteerScore).
-const (
-	scoreDonating = 4000   // primary is the thread's rank and runs another
-	scoreAsleep   = 3000   // sleeps
-	scorePrimary  = 2000   // primary is the thread's rank
-	scoreStale    = -10000 // no preemption point for the stale bound
-	// revokeBelow: a best score below it means every candidate is stale,
-	// so the chosen worker's token is revoked.
-	revokeBelow = -5000
-)
-
 // SteerScore rates a worker as the destination of a thread of rank r that
 // arrives from outside the workers (a submission, a resumed thread): one
 // whose primary rank is r and that runs another rank (or nothing) first,
@@ -422,10 +390,6 @@ const (
 	RevokeBlocked                // revoke: nobody waits, but a whole round went by (it is blocked, most likely)
 )
 
-// StallTicks is how many ticks without a preemption point the watchdog
-// waits before it acts.
-const StallTicks = 2
-
 // RoundTicks is how many ticks of interrupt fit a round of quantum q, at
 // least StallTicks.
 func RoundTicks(q, interrupt int64) int { return max(StallTicks, int(q/interrupt)) }
@@ -460,33 +424,29 @@ func Measured(verdict Verdict, known, computing bool) Verdict {
 	return RevokeBlocked
 }
 
-// WatchdogRank is the below rank the watchdog revokes with (RefuseRevoke):
-// above every rank, so whatever the worker runs.
-const WatchdogRank = 1 << 30
-
 // WatchdogBelow is the below rank the watchdog revokes a stuck worker with,
-// whose holder runs rank running while threads up to rank waiting (-1 for
+// whose holder runs rank running while threads up to rank waiting (NoRank for
 // none) wait in its banks, inbox or mailboxes: the waiting rank if it is
 // higher, as that thread's arrival would revoke (a queued thread never
 // arrives again, and RefuseRevoke would otherwise keep it behind a second
-// library call of the worker's), else WatchdogRank.
+// library call of the worker's), else AboveAll.
 func WatchdogBelow(waiting, running int) int {
 	if waiting > running {
 		return waiting
 	}
-	return WatchdogRank
+	return AboveAll
 }
 
 // RefuseRevoke reports whether a revocation that would detach a goroutine
 // computing at rank running is refused because the worker already has
 // computing detached goroutines (detBusy of them, the highest at rank
-// detTop): the watchdog (below == WatchdogRank) adds none at or below that
+// detTop): the watchdog (below == AboveAll) adds none at or below that
 // level, and an arriving thread of rank below only if it is above every
 // detached one, which it must not wait for (their calls may never end).
 // busy says the goroutine to detach may compute; a blocked one costs no
 // processor and is never refused.
 func RefuseRevoke(busy bool, detBusy, running, detTop, below int) bool {
-	above := below != WatchdogRank && below > detTop
+	above := below != AboveAll && below > detTop
 	return busy && detBusy > 0 && running <= detTop && !above
 }
 

@@ -214,11 +214,11 @@ func TestDealAndAskVictims(t *testing.T) {
 }
 
 // The watchdog revokes for a waiting thread above the stuck one, as its
-// arrival would; otherwise with WatchdogRank.
+// arrival would; otherwise with AboveAll.
 func TestWatchdogBelow(t *testing.T) {
 	assert.Equal(t, 2, WatchdogBelow(2, 0), "a higher rank waits")
-	assert.Equal(t, WatchdogRank, WatchdogBelow(0, 0), "only its own rank waits")
-	assert.Equal(t, WatchdogRank, WatchdogBelow(NoRank, 1), "nothing waits")
+	assert.Equal(t, AboveAll, WatchdogBelow(0, 0), "only its own rank waits")
+	assert.Equal(t, AboveAll, WatchdogBelow(NoRank, 1), "nothing waits")
 	assert.False(t, RefuseRevoke(true, 1, 0, 0, WatchdogBelow(2, 0)), "let through above every detached goroutine")
 	assert.True(t, RefuseRevoke(true, 1, 0, 0, WatchdogBelow(0, 0)), "a second detached goroutine at the same level")
 }

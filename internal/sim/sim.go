@@ -28,25 +28,25 @@ import (
 )
 
 // Params are the runtime's tunables, in virtual nanoseconds, as in
-// runtime.Config and its constants.
+// runtime.Config and internal/policy's tuning constants.
 type Params struct {
-	Quantum      int64 // round length (runtime.DefaultRoundQuantum)
-	DealInterval int64 // between two deals of a worker (runtime.DefaultDealInterval)
-	Interrupt    int64 // ticker period (runtime.Config.Interrupt)
+	Quantum      int64 // round length (policy.DefaultQuantum)
+	DealInterval int64 // between two deals of a worker (policy.DefaultDealInterval)
+	Interrupt    int64 // ticker period (policy.DefaultInterrupt)
 	Budget       int64 // prompt budget per round (default the whole round: policy.DefaultBudget)
-	CheckEvery   int   // preemption points between two passes through the scheduler (internal/engine's checkEvery)
-	IdleSpin     int64 // how long an idle worker spins before it parks (internal/engine's idleSpin)
-	StaleAfter   int64 // without a preemption point, a worker is stale (internal/engine's staleAfter)
+	CheckEvery   int   // preemption points between two passes through the scheduler (policy.CheckEvery)
+	IdleSpin     int64 // how long an idle worker spins before it parks (policy.IdleSpin)
+	StaleAfter   int64 // without a preemption point, a worker is stale (policy.StaleAfter)
 	NoBorrow     bool  // Config.NoPromptBorrowing
 }
 
-// DefaultParams are the runtime's defaults.
+// DefaultParams are the runtime's defaults, from internal/policy.
 func DefaultParams() Params {
-	const us = 1000
-	q := int64(5000 * us)
+	q := int64(policy.DefaultQuantum)
 	return Params{
-		Quantum: q, DealInterval: 100 * us, Interrupt: 1000 * us, Budget: policy.DefaultBudget(q),
-		CheckEvery: 64, IdleSpin: 50 * us, StaleAfter: 250 * us,
+		Quantum: q, DealInterval: int64(policy.DefaultDealInterval), Interrupt: int64(policy.DefaultInterrupt),
+		Budget: policy.DefaultBudget(q), CheckEvery: policy.CheckEvery,
+		IdleSpin: int64(policy.IdleSpin), StaleAfter: int64(policy.StaleAfter),
 	}
 }
 
