@@ -13,7 +13,9 @@ import (
 // for step, on the real banks and mailboxes, with the decisions of
 // internal/policy. Time passes by costs: a worker at an event does what the
 // runtime would do at that point, adding the cost of each operation to its
-// local time t, and schedules its next event at t.
+// local time t, and schedules its next event at t. internal/engine's
+// simdiff_test.go checks, through Probe, that service and choose here
+// leave the same state as the engine's.
 
 // item is what banks, mailboxes and inboxes hold, as in the runtime: a
 // thread that has not started (g == nil), or a continuation parked on g.
