@@ -111,10 +111,8 @@ type Config struct {
 	// lives. A thread that wakes up (the network poller, a timer, a resumed
 	// Await) then preempts a busy one at once instead of waiting up to a
 	// scheduler tick, often 4 ms. It helps the top priority beside library
-	// calls without preemption points (echo p99 beside compress/flate at
-	// P = 2: 1.7–1.9 ms against 2.2–3.8), and costs cooperative code
-	// (coarse-grained fib: p50 0.40 against 0.30 ms, p99 about twice as
-	// high); see docs/tuning.md. Slices change no thread's share of
+	// calls without preemption points, and costs cooperative code a longer
+	// echo latency; docs/tuning.md has the figures. Slices change no thread's share of
 	// processor time, and any process may set them on its own threads. The
 	// last Close gives the threads the default slice back. Without it, the
 	// runtime takes the short slices only while goroutines outside its

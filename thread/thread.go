@@ -401,7 +401,7 @@ func prepare[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priorit
 // followed by Wait. When a worker is idle, or runs a lower priority that
 // it would leave for p at its next preemption point, the calling goroutine
 // takes its place and runs the thread itself, which saves two wake-ups of
-// operating system threads (about 0.1 ms; docs/results.md). Such a thread
+// operating system threads (docs/results.md, "Starting and resuming threads"). Such a thread
 // behaves as any other, except that runtime.Goexit in it ends the calling
 // goroutine, as a direct call would, where elsewhere Run returns ErrGoexit.
 //

@@ -146,8 +146,7 @@ func (g *gor) main() {
 //
 // This is the idle path of thread.Run. Handing t to the sleeping worker
 // instead costs two wake-ups of OS threads on the way (the worker's, then
-// the caller's at the end), about 100 µs on a virtual machine; here it
-// costs neither. labels are the profiler labels the goroutine gets back.
+// the caller's at the end); here it costs neither. labels are the profiler labels the goroutine gets back.
 // If t calls runtime.Goexit, the calling goroutine exits, as it would
 // calling it directly; the worker carries on.
 func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {

@@ -17,8 +17,8 @@ import (
 // thread, if any, without leaving the Go P: the raw syscall keeps the P.
 func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
-// currentCPU is the processor the calling OS thread runs on (getcpu, 0.15–0.2 µs:
-// BenchmarkCurrentCPU).
+// currentCPU is the processor the calling OS thread runs on (getcpu; its
+// cost: BenchmarkCurrentCPU).
 func currentCPU() int32 {
 	var cpu uint32
 	if _, _, e := syscall.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {

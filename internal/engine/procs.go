@@ -42,7 +42,7 @@ import (
 // OS thread that Go wakes in the poller waits for a core, and Linux lets a
 // woken thread preempt a running one only once that one has used up its
 // time slice (0.7 to 3 ms by default) or when the woken one's slice is
-// shorter (see setSlices). fairly's workers offer their core every 20 µs
+// shorter (see setSlices). fairly's workers offer their core every policy.OSYieldEvery
 // (osYield), but the others' goroutines do not. So while Ps are reserved
 // for others, the runtime also takes a share of the short time slices
 // (0.1 ms) for the process's threads, unless Config.ShortSlices holds one

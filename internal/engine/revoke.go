@@ -405,13 +405,12 @@ func (rt *Runtime) takeFor(r int32) *worker {
 // that one idle and doubles up with whatever worker runs here. Linux is
 // slow to pull one of two such threads to the idle processor (a thread that
 // ran within half a millisecond counts as cache-hot and stays put), so the
-// two shared one core for milliseconds: with a seizure every 5 ms beside
-// fib and a sink at P = 2, the process got 1.52 of the 2 cores, 1.63 with
-// workers here first, 1.71 with no seizures (docs/results.md, "Seizures
-// that stack workers on one core"). A worker
+// two shared one core for milliseconds, and the process got less of the
+// cores than with workers here first or no seizures (docs/results.md at
+// 04ac75d, "Seizures that stack workers on one core"). A worker
 // elsewhere is still taken when none here qualifies: the top priority must
 // not wait for placement (declining those seizures left the echo beside the
-// sort kernel waiting for the sort's next point, up to 4.7 ms). Where the
+// sort kernel waiting for the sort's next point). Where the
 // processor is not known (-1 everywhere), every worker counts as here.
 func (rt *Runtime) seize(r, here int32) *worker {
 	now := rt.now()

@@ -5,7 +5,7 @@ package engine
 // RunHere must refuse a caller that runs a thread already, and blocking
 // calls such as Task.Wait must refuse thread code (InThread, Close). Go
 // gives a goroutine no cheap identity: its id, read from runtime.Stack,
-// cost 6–20 µs, most of the start of a thread.Run on an idle runtime. But a
+// cost more than the rest of a thread.Run's start on an idle runtime. But a
 // goroutine of the runtime that runs thread code holds its OS thread locked
 // (lock, from leave), and while it does, no other goroutine runs on that
 // thread. So the runtime maps the key of every OS thread that one of its

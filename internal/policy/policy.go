@@ -75,11 +75,12 @@ func Choose(top, primary, cur, primaryLen int, borrow func(top int) bool) (rank 
 // Lends reports whether a worker that chose rank, with donating as Choose
 // gave it, lends its round to a rank above the primary one, whose threads
 // wait. Then every preemption point must pass through the scheduler until
-// the borrower reaches its share or the budget runs out (MayBorrow): points are otherwise counted off a few dozen at a
-// time, and a busy borrower (a priority whose threads are always ready) ran
-// on for that many, a millisecond or more past a 250 µs budget, which took
-// a lower primary priority's rounds from it three times over
-// (docs/results.md, "Table 1: where the stretch beyond 1/F comes from").
+// the borrower reaches its share or the budget runs out (MayBorrow):
+// points are otherwise counted off CheckEvery at a time, and a busy
+// borrower (a priority whose threads are always ready) ran on for that
+// many, well past its budget, which took a lower primary priority's rounds
+// from it (docs/results.md at 04ac75d, "Table 1: where the stretch beyond
+// 1/F comes from").
 func Lends(rank, primary int, donating bool) bool { return rank > primary && !donating }
 
 // UsageWindow is the time that a worker's decayed record of processor time
@@ -244,7 +245,7 @@ func Spreading(until, now int64) bool { return now < until }
 // and the forks of the busy one are lazy: they reach a bank only at a due
 // preemption point, one per point, and a deal at most once a deal
 // interval. Work then spread by a fork level per preemption point of the
-// leaves, half a millisecond in sort's phases (simulator finding 7,
+// leaves (simulator finding 7,
 // docs/simulation.md). A spreading worker makes every preemption point due:
 // the heartbeat promotes its oldest fork, the next fork it pushes at the
 // latest, and the pass deals it at once; its receiver spreads in turn, so
@@ -291,9 +292,9 @@ func RequestedRank(req int) (r int, anything bool) {
 // raises the asked worker's attention; two donating workers asking each
 // other at every pass made each other pass through the scheduler at nearly
 // every preemption point, and after DealsAfterRequest every such pass also
-// made a random deal, which at P = 2 cost a kernel at 50-25-25 about 7 % of
-// its speed in the top priority's idle rounds (docs/results.md, "Asking for
-// the primary priority once a deal interval"). The first request of an
+// made a random deal, which at P = 2 slowed a kernel at 50-25-25 in the top
+// priority's idle rounds (docs/results.md at 04ac75d, "Asking for the
+// primary priority once a deal interval"). The first request of an
 // interval is still served at the asked worker's next point; repeating it
 // within the interval mostly asked workers that had just had nothing to
 // give.
@@ -307,9 +308,9 @@ func AsksForPrimary(asked bool, now, nextAsk int64) bool { return !asked && now 
 // has little work, such as winner-take-all, every donating worker asks for
 // that priority again and again, the busy workers' request cells are
 // seldom empty, and the surplus they hold reached the workers that slept
-// after a barrier only through their own requests. At P = 128 sort and bfs
-// ran 32 % and 14 % slower at 100-0-0 than alone with no top-priority
-// work at all (simulator finding 8, docs/simulation.md). An idle asker's
+// after a barrier only through their own requests, and at P = 128 sort
+// and bfs ran slower at 100-0-0 than alone with no top-priority work at
+// all (simulator finding 8, docs/simulation.md). An idle asker's
 // request that could not be served says this worker has no surplus to deal
 // at all.
 func DealsAfterRequest(dealt, anything bool) bool { return !dealt && !anything }
@@ -368,9 +369,9 @@ func SteerScore(r, running, primary int, asleep, stale bool) int {
 // share and borrowing is on). The worker would switch to r at that point
 // anyway, unless r had its share of the worker lately (MayBorrow), which the new
 // holder's first point checks. Queueing costs a goroutine switch on top,
-// and Go's wake-up of a spare OS thread for it made that switch take about
-// 30 µs at the median with both cores busy (docs/results.md, "A resumed
-// thread takes its worker at once").
+// and Go's wake-up of a spare OS thread for it made that switch slow with
+// both cores busy (docs/results.md at 04ac75d, "A resumed thread takes its
+// worker at once").
 func Seizes(r, running, primary int, lends bool) bool {
 	return running >= 0 && running < r && (primary == r || r > primary && lends)
 }

@@ -80,7 +80,9 @@ const (
 	// thread before they park the caller: a thread given to a worker often
 	// ends sooner than a parked OS thread takes to wake. Measured against
 	// 5 µs and 10 µs with BenchmarkRunBusy/go+wait at P = 1 and 2
-	// (docs/results.md, "Starting and resuming threads").
+	// (docs/results.md, "Starting and resuming threads"). The look costs
+	// the caller's processor at most that long, and it yields between
+	// looks.
 	WaitSpin = 20 * time.Microsecond
 	// ClosePoll is how often Close looks whether the runtime is quiescent
 	// (PROTOCOLS.md, Q): a choice, short beside a thread's life and long
@@ -116,8 +118,8 @@ const (
 	// keeps 1 - 1/2^UsageShift of it, so the record weighs about the last
 	// 2^UsageShift rounds. Shorter, an interactive priority's bursts (the
 	// backlog after a collector's pause) took it over its share for a
-	// while though it used well under it on average (docs/results.md,
-	// "The prompt experiment").
+	// while though it used well under it on average. Chosen with the share
+	// rule of borrowing (docs/design.md, "Prompt borrowing"), not swept.
 	UsageShift = 7
 )
 

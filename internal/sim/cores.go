@@ -19,7 +19,7 @@ package sim
 //
 // What is left out: the operating system's wake-up preemption, which runs
 // a thread that has just woken first; the runtime's demotion of a detached
-// thread to SCHED_IDLE after 250 µs of processor time (docs/design.md),
+// thread to SCHED_IDLE after policy.StaleAfter of processor time (docs/design.md),
 // after which it runs only on an idle core; and a detached goroutine's
 // moving to another core. Each of these would favour the workers, so the
 // model errs on the side of slower workers.
