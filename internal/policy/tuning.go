@@ -57,9 +57,10 @@ const (
 	// OSYieldEvery is how often a busy worker offers its OS processor
 	// (sched_yield) to other threads, so that the free P's OS thread (the
 	// network poller's, timers', Await-ed calls') need not wait a whole
-	// time slice for a core. Measured against 200 µs and 50 µs: the echo's
-	// p99 beside fine-grained fib at P = 2 over paired runs, with no loss
-	// of fib's throughput (docs/design.md, "Offering the OS processor").
+	// time slice for a core. Measured against 200 µs (an Await-ed event's
+	// p99 under full load at P = 2) and 50 µs (the echo's p99 beside
+	// fine-grained fib at P = 2, paired runs), with no loss of fib's
+	// throughput (docs/design.md at a27d125, "Offering the OS processor").
 	OSYieldEvery = 20 * time.Microsecond
 	// IdleSpin is how long an idle worker watches for work (yielding its
 	// OS processor, never entering Go's scheduler) before it parks: dealt
