@@ -64,18 +64,11 @@ func observe(rt *Runtime, w *worker) sim.Observation {
 		Open: append([]bool(nil), w.mopen...),
 	}
 	for r := range w.banks {
-		var ds []int
-		for _, e := range w.banks[r].Clear(nil) {
-			ds = append(ds, e.Depth)
-		}
-		o.Banks = append(o.Banks, ds)
+		o.Banks = append(o.Banks, sim.Depths(&w.banks[r]))
 		o.Mail = append(o.Mail, w.mail[r].State())
 		o.Indexed = append(o.Indexed, rt.open[r][w.id/64].Load()&(1<<uint(w.id%64)) != 0)
 	}
-	if id, req, ok := w.requests.Take(); ok {
-		r, anything := policy.RequestedRank(req)
-		o.Request = fmt.Sprintf("from %d for rank %d (anything: %v)", id, r, anything)
-	}
+	o.Request = sim.TakeRequest(&w.requests)
 	return o
 }
 
@@ -179,39 +172,43 @@ func (b pair) same(t *testing.T, what string) {
 	}
 }
 
+// scenarios runs step on 3000 random scenarios of one or two workers,
+// drawn from the stream of random numbers stream, with the worker w the
+// step drives and the time now.
+func scenarios(t *testing.T, stream uint64, step func(i int, b pair, rng *rand.Rand, w int, now int64)) {
+	for i := range 3000 {
+		rng := rand.New(rand.NewPCG(uint64(i), stream))
+		procs := 1 + rng.IntN(2)
+		b, now := scenario(t, rng, procs)
+		step(i, b, rng, rng.IntN(procs), now)
+	}
+}
+
 // A pass through the scheduler's duties (service: round, deal or request,
 // inbox, mailboxes, spreading) leaves the engine's workers and the
 // simulator's in the same state. With two workers every victim is the
 // other one, so the random draws, which the two take from different
 // generators, do not matter.
 func TestSimulatorServiceAsEngine(t *testing.T) {
-	for i := range 3000 {
-		rng := rand.New(rand.NewPCG(uint64(i), 0xd1ff))
-		procs := 1 + rng.IntN(2)
-		b, now := scenario(t, rng, procs)
-		w := rng.IntN(procs)
+	scenarios(t, 0xd1ff, func(i int, b pair, rng *rand.Rand, w int, now int64) {
 		b.rt.workers[w].service(now)
 		b.p.Service(w, now)
-		if procs > 1 && rng.IntN(2) == 0 { // the other worker's pass sees what the first did
+		if len(b.rt.workers) > 1 && rng.IntN(2) == 0 { // the other worker's pass sees what the first did
 			b.rt.workers[1-w].service(now + 1)
 			b.p.Service(1-w, now+1)
 		}
 		b.same(t, fmt.Sprintf("scenario %d, service of worker %d at %d", i, w, now))
-	}
+	})
 }
 
 // The choice of the rank to run (choose: primary, donation, borrowing,
 // the request for the primary rank) is the same on both.
 func TestSimulatorChooseAsEngine(t *testing.T) {
-	for i := range 3000 {
-		rng := rand.New(rand.NewPCG(uint64(i), 0xc400))
-		procs := 1 + rng.IntN(2)
-		b, now := scenario(t, rng, procs)
-		w := rng.IntN(procs)
+	scenarios(t, 0xc400, func(i int, b pair, _ *rand.Rand, w int, now int64) {
 		cur := b.rt.workers[w].cur
 		want := b.p.Choose(w, cur, now)
 		got := b.rt.workers[w].choose(cur, now)
 		require.Equal(t, want, got, "scenario %d: the rank chosen, simulator (expected) against engine (actual)", i)
 		b.same(t, fmt.Sprintf("scenario %d, choose of worker %d at %d", i, w, now))
-	}
+	})
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/fairlyprompt/fairly/bank"
 	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/mailbox"
 )
@@ -135,17 +136,31 @@ func (p *Probe) Observe(w int) Observation {
 		Open: append([]bool(nil), v.mopen...),
 	}
 	for r := range v.banks {
-		var ds []int
-		for _, e := range v.banks[r].Clear(nil) {
-			ds = append(ds, e.Depth)
-		}
-		o.Banks = append(o.Banks, ds)
+		o.Banks = append(o.Banks, Depths(&v.banks[r]))
 		o.Mail = append(o.Mail, v.mail[r].State())
 		o.Indexed = append(o.Indexed, p.s.open[r][w/64]&(1<<uint(w%64)) != 0)
 	}
-	if id, req, ok := v.requests.Take(); ok {
-		r, anything := policy.RequestedRank(req)
-		o.Request = fmt.Sprintf("from %d for rank %d (anything: %v)", id, r, anything)
-	}
+	o.Request = TakeRequest(&v.requests)
 	return o
+}
+
+// Depths takes the threads out of bank b and gives their fork depths,
+// oldest first, as Observation.Banks holds them.
+func Depths[T any](b *bank.Bank[T]) []int {
+	var ds []int
+	for _, e := range b.Clear(nil) {
+		ds = append(ds, e.Depth)
+	}
+	return ds
+}
+
+// TakeRequest takes the request out of cell c and describes it, as
+// Observation.Request holds it ("" if the cell is empty).
+func TakeRequest(c *mailbox.RequestCell) string {
+	id, req, ok := c.Take()
+	if !ok {
+		return ""
+	}
+	r, anything := policy.RequestedRank(req)
+	return fmt.Sprintf("from %d for rank %d (anything: %v)", id, r, anything)
 }
