@@ -119,8 +119,8 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 // thread run only once that debt is paid. Hopping spread the library call's
 // processor time over every thread of the process, so the thread that woke
 // for the network poller owed a few ms as often as not, and the top
-// priority's reply waited for it (measured in docs/design.md, "Go Ps and OS
-// scheduling"). A lock costs two field writes and, for demotion below, a
+// priority's reply waited for it (measured in docs/design.md at a27d125,
+// "What the OS scheduler does with a wake-up"). A lock costs two field writes and, for demotion below, a
 // system call for the thread's id; the goroutine lets go of its thread
 // before it parks, so that hand-offs between goroutines stay the cheap ones
 // Go makes on one OS thread, and before it runs an Await-ed call (Suspend),
