@@ -134,11 +134,12 @@ const (
 )
 
 // Steering scores: a thread arriving from outside the workers goes to the
-// worker of the highest score (SteerScore). Only their order matters: each
-// class's score is far from the others' (more than the number of ranks, by
-// which the running rank lowers a score), so that the classes never mix.
-// The order is the paper's preference for a worker that will run the
-// thread soonest (docs/design.md, "Steering").
+// worker of the highest score (SteerScore). Only their order matters, and
+// it is fairly's, not the paper's (docs/design.md, "Steering"): the classes
+// are a thousand apart, more than the running rank by which a score is
+// lowered within its class, so that they never mix while a runtime has
+// fewer than a thousand priorities; a stale worker's penalty puts it below
+// every class, and revokeBelow lies between the two.
 const (
 	scoreDonating = 4000   // primary is the thread's rank and runs another
 	scoreAsleep   = 3000   // sleeps
@@ -152,8 +153,9 @@ const (
 // Operating-system tuning (engine's procs.go and osthread_linux.go).
 const (
 	// ShortSlice is the time slice, in nanoseconds (sched_runtime), that
-	// the runtime asks of Linux for every thread of the process when
-	// Config.ShortSlices says so: the shortest a fair-class thread may
+	// the runtime asks of Linux for every thread of the process while
+	// goroutines outside the workers compute, or for good with
+	// runtime.Config.ShortTimeSlices: the shortest a fair-class thread may
 	// have. Linux 6.12 and later schedule such threads by EEVDF: a running
 	// thread is preempted when another wakes only if it has used up its
 	// slice, else the woken one waits for the next scheduler tick (4 ms at
