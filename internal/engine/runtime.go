@@ -57,41 +57,75 @@ type Config struct {
 
 // Runtime is a set of workers running fairly prompt scheduling. Create it
 // with New and release it with Close.
+//
+// Its type says who touches what: settings are fixed by New and read by
+// everyone without synchronisation; shared is the state that the workers,
+// the ticker and the callers of Submit, SetCriterion and Close touch at any
+// time; osTuning is what the runtime changes in the process and the OS.
+// The groups are embedded, so that code names the fields alike
+// (rt.quantum, rt.roots).
 type Runtime struct {
+	settings
+	shared
+	osTuning
+	public any // the *runtime.Runtime that wraps this engine: set by its New (Wrap) before it returns
+}
+
+// settings are a runtime's configuration, written by New before any other
+// goroutine of the runtime starts and never again: every goroutine reads
+// them without synchronisation.
+type settings struct {
 	order   *fairness.Order
 	ranks   []fairness.Priority // frozen topological order, lowest first
 	labels  []context.Context   // by rank: profiler labels priority=name
 	regions []string            // by rank: execution-trace region types, "fairly priority=name"
+
+	quantum, dealEvery, interrupt, budget time.Duration
+	borrow, independent                   bool
+	seed                                  uint64
+	onPanic                               func(p fairness.Priority, value any, stack []byte)
+
+	workers []*worker // the slice is fixed; each worker splits its own state (worker.go)
+	epoch   time.Time // time 0 of now
+}
+
+// shared is the state of a runtime that any of its goroutines and its
+// callers may touch at any time: each field is atomic, guarded by the lock
+// beside it, or itself synchronised.
+type shared struct {
+	// The criterion in force: SetCriterion stores crit, then adds to
+	// critVer; a worker adopts it at its next round (newRound).
 	crit    atomic.Pointer[fairness.Criterion]
 	critVer atomic.Uint64
 
-	quantum, dealEvery, interrupt, budget time.Duration
-	borrow, independent, demote           bool
-	seed                                  uint64
+	open openIndex // which workers' mailboxes are open, by rank (T4, worker.go)
 
-	workers []*worker
-	open    openIndex // which workers' mailboxes are open, by rank (worker.go)
-	epoch   time.Time
-
+	// Close's state (Q1-Q5): closeMu serialises Close; closing refuses new
+	// work (Q4); stopping tells the workers to release their goroutines.
 	closeMu  sync.Mutex
 	closing  atomic.Bool
 	stopping atomic.Bool
-	closed   chan struct{}
 
-	roots     atomic.Int64 // submitted threads not yet finished (Submit, RunHere; Task.finish)
-	suspended atomic.Int64 // threads parked off-processor (Await, Sleep, blocked Join)
-	gors      sync.WaitGroup
-	ticker    *ticker
-	steerSeq  atomic.Uint64
-	moves     atomic.Uint64 // threads handed to another worker, for Close
-	onPanic   func(p fairness.Priority, value any, stack []byte)
-	reserved  int          // Ps reserved in GOMAXPROCS for the workers, 0 if none (procs.go)
-	sliced    bool         // holds a share of the process's short time slices
-	slicedNow bool         // holds one while others compute (procs.go); the ticker's adjust's, then Close's
-	extraPs   int          // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
-	detBusy   atomic.Int32 // detached goroutines that may compute (revoke.go)
-	detached  detachedList // those of them that may be demoted (revoke.go)
-	public    any          // the *runtime.Runtime that wraps this engine
+	roots     atomic.Int64   // submitted threads not yet finished (Submit, RunHere; Task.finish; Q2)
+	suspended atomic.Int64   // threads parked off-processor (Await, Sleep, blocked Join; Q2)
+	moves     atomic.Uint64  // threads handed to another worker (Q1)
+	gors      sync.WaitGroup // every goroutine the runtime started, for Close
+	steerSeq  atomic.Uint64  // where the scans of steer, takeFor and seize start, so that ties rotate
+	ticker    *ticker        // started by New, stopped by Close (ticker.go)
+}
+
+// osTuning is what a runtime changes in the process and the OS around it:
+// Ps reserved in GOMAXPROCS (procs.go, P1-P3), short time slices (P4) and
+// the demotion of detached threads (revoke.go, M7-M8).
+type osTuning struct {
+	reserved  int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
+	sliced    bool // holds a share of the process's short time slices for good; fixed by New
+	demote    bool // demote detached threads that compute (Config.Demote); fixed by New
+	slicedNow bool // holds one while others compute (procs.go); the ticker's adjust's, then Close's
+	extraPs   int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
+
+	detBusy  atomic.Int32 // detached goroutines that may compute: revokers add, each takes itself away as it comes back (detachEnded)
+	detached detachedList // those of them that may be demoted, under its lock (M7)
 }
 
 // Of gives the engine behind a public *runtime.Runtime (nil for a nil one).
@@ -114,19 +148,20 @@ const ProfileLabel = "priority"
 // New starts a runtime with cfg, which package runtime validated.
 func New(cfg Config) *Runtime {
 	rt := &Runtime{
-		order:       cfg.Order,
-		ranks:       cfg.Order.Freeze(),
-		quantum:     cfg.Quantum,
-		dealEvery:   cfg.DealEvery,
-		interrupt:   cfg.Interrupt,
-		budget:      cfg.Budget,
-		borrow:      cfg.Borrow,
-		independent: cfg.Independent,
-		demote:      cfg.Demote,
-		seed:        cfg.Seed,
-		onPanic:     cfg.OnPanic,
-		epoch:       time.Now(),
-		closed:      make(chan struct{}),
+		settings: settings{
+			order:       cfg.Order,
+			ranks:       cfg.Order.Freeze(),
+			quantum:     cfg.Quantum,
+			dealEvery:   cfg.DealEvery,
+			interrupt:   cfg.Interrupt,
+			budget:      cfg.Budget,
+			borrow:      cfg.Borrow,
+			independent: cfg.Independent,
+			seed:        cfg.Seed,
+			onPanic:     cfg.OnPanic,
+			epoch:       time.Now(),
+		},
+		osTuning: osTuning{demote: cfg.Demote},
 	}
 	for _, p := range rt.ranks {
 		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))
@@ -227,7 +262,6 @@ func (rt *Runtime) Close() error {
 		w.wake()
 	}
 	rt.gors.Wait()
-	close(rt.closed)
 	if rt.reserved > 0 {
 		leaveProcs(rt.reserved, rt.extraPs)
 	}

@@ -40,10 +40,11 @@ func diffRuntime(t *testing.T, procs int, weights [3]float64, seed uint64) *Runt
 	require.NoError(t, err)
 	p := sim.DefaultParams()
 	rt := &Runtime{
-		order: o, ranks: o.Freeze(),
-		quantum: time.Duration(p.Quantum), dealEvery: time.Duration(p.DealInterval), interrupt: time.Duration(p.Interrupt),
-		budget: time.Duration(p.Budget), borrow: !p.NoBorrow, seed: seed,
-		epoch: time.Now(), closed: make(chan struct{}),
+		settings: settings{
+			order: o, ranks: o.Freeze(),
+			quantum: time.Duration(p.Quantum), dealEvery: time.Duration(p.DealInterval), interrupt: time.Duration(p.Interrupt),
+			budget: time.Duration(p.Budget), borrow: !p.NoBorrow, seed: seed, epoch: time.Now(),
+		},
 	}
 	rt.crit.Store(c)
 	rt.open = newOpenIndex(len(rt.ranks), procs)

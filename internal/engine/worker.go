@@ -19,37 +19,89 @@ type item struct {
 
 // worker is one processor: its thread banks (one per priority rank), its
 // mailboxes, request cell and inbox, and the state of its scheduling loop.
-// Fields under "owner" are touched only by the goroutine holding the token;
-// the hand-off channel orders them between holders (invariants T1 and T2,
-// PROTOCOLS.md).
+// Its type says who touches what, as tokio's worker does with Core and
+// Remote: the fields of remote are read or written by other threads too
+// (atomics, or under a lock); those of core only by the goroutine holding
+// the token, in modeSched, and they travel with the token (invariants T1,
+// T2 and M1, PROTOCOLS.md). rt and id never change. The groups are
+// embedded, so that code names the fields alike (w.banks, w.attn), and a
+// cache-line pad keeps core off the lines that other threads write.
 type worker struct {
 	rt *Runtime
 	id int
 
-	// shared with other workers
-	mail        []mailbox.Mailbox[bank.Entry[item]]
-	requests    mailbox.RequestCell
-	inbox       inbox
-	attn        atomic.Uint32       // raised: pass through the scheduler at the next point
-	mailFlag    atomic.Uint32       // raised by a sender after filling one of mail
-	sleeper     atomic.Pointer[gor] // the loop goroutine of the worker while it sleeps, else nil
-	holder      atomic.Pointer[gor] // the goroutine holding the token (see revoke.go)
-	beat        atomic.Uint64       // counts passes through the scheduler, for the watchdog
-	lastService atomic.Int64        // when the worker last passed through the scheduler
-	roundEnd    atomic.Int64        // when the worker's current round ends
-	cpu         atomic.Int32        // the processor its holder's OS thread ran on when last seen, -1 if unknown (seize)
+	remote
+	_ cacheLinePad
+	core
 
-	running atomic.Int32 // rank being run, policy.NoRank when none
-	primPub atomic.Int32 // primary rank of the current round
+	// counters, atomic: written by the holder (rescues and seizures by the
+	// goroutine that revoked the token, before it hands the worker on), read
+	// by Stats
+	stats workerStats
+}
 
-	// detached goroutines of this worker (revoke.go), under detMu
+// remote is the part of a worker that other threads touch. Each field says
+// who writes it and who reads it besides the holder, and the invariant of
+// PROTOCOLS.md that orders them.
+type remote struct {
+	// mail[r] receives deals of rank r: opened and closed by the holder,
+	// claimed and filled by a dealing worker (T4, mailbox.Mailbox).
+	mail []mailbox.Mailbox[bank.Entry[item]]
+	// requests holds one request for work: posted by an asking worker,
+	// taken by the holder (ask, deal).
+	requests mailbox.RequestCell
+	// inbox receives threads from outside the workers: steer pushes
+	// (give: submissions, resumed threads), the holder drains; a sleeper
+	// and quiescent read its count (S2, Q1).
+	inbox inbox
+	// attn raised: pass through the scheduler at the next point. Raised by
+	// anyone who gives the worker something to see (give, sendTo, ask, the
+	// ticker), lowered by the holder in service; a hint, read without order.
+	attn atomic.Uint32
+	// mailFlag is raised by a sender after filling one of mail, lowered by
+	// the holder in receive; a sleeper reads it after publishing itself
+	// (S2), quiescent reads it too (Q1).
+	mailFlag atomic.Uint32
+	// sleeper is the loop goroutine of the worker while it sleeps, else
+	// nil: stored by the worker going to sleep, claimed by compare-and-swap
+	// by it or by a waker (S1, S2, S4); read by steer, ask, the ticker and
+	// quiescent.
+	sleeper atomic.Pointer[gor]
+	// holder is the goroutine holding the token: stored as the token is
+	// handed on (start, resume, adopt, rest), read by revokers and the
+	// watchdog (M5, R2).
+	holder atomic.Pointer[gor]
+	// beat counts passes through the scheduler, lastService is when the
+	// worker last passed, roundEnd when its round ends: stored by the holder
+	// in service and newRound, read by the watchdog (beat, roundEnd) and by
+	// steer and seize (lastService) to see a stuck worker ("When tokens are
+	// revoked", PROTOCOLS.md).
+	beat        atomic.Uint64
+	lastService atomic.Int64
+	roundEnd    atomic.Int64
+	// cpu is the processor its holder's OS thread ran on when last seen, -1
+	// if unknown: stored by the holder in service and by a seizer as it
+	// takes the token, read by seize to try nearby workers first (R).
+	cpu atomic.Int32
+	// running is the rank being run (policy.NoRank when none), primPub the
+	// primary rank of the current round: the holder publishes core.cur and
+	// core.primary here for steer, seize, deals (OfferOrder, wants) and the
+	// watchdog, which may read a value one change old.
+	running atomic.Int32
+	primPub atomic.Int32
+
+	// detached goroutines of this worker (revoke.go), under detMu: counted
+	// by a revoker, uncounted by the detached goroutine when it comes back
+	// (M6).
 	detMu   sync.Mutex
 	detBusy int   // computing ones
 	detTop  int32 // highest rank among the computing ones, policy.NoRank if none
+}
 
-	// owner: touched only by the holder, in modeSched (revoke.go); kept off
-	// the cache lines of the shared fields above
-	_          cacheLinePad
+// core is the part of a worker that only the goroutine holding its token
+// touches, in modeSched; it travels with the token, and each holder sees
+// its predecessor's writes (T2, M2). No field needs a lock or an atomic.
+type core struct {
 	banks      []bank.Bank[item]
 	mopen      []bool // mailbox r was opened by us and not closed since
 	top        int    // no bank above this rank has threads
@@ -71,29 +123,31 @@ type worker struct {
 	lends      []bool    // rank r has a share, so it may borrow (see choose)
 	shares     []float64 // rank r's share of the criterion (policy.MayBorrow)
 	rng        uint64
-	spares     []*gor // parked goroutines ready to carry on the loop
-	callers    []*gor // records of ordinary goroutines that ran threads in RunHere
-
-	stats workerStats
+	spares     []*gor // parked goroutines ready to carry on the loop (T2)
+	callers    []*gor // records of ordinary goroutines that ran threads in RunHere (R3)
 }
 
 func newWorker(rt *Runtime, id int, seed uint64) *worker {
 	n := len(rt.ranks)
 	w := &worker{
-		rt:       rt,
-		id:       id,
-		mail:     make([]mailbox.Mailbox[bank.Entry[item]], n),
-		banks:    make([]bank.Bank[item], n),
-		mopen:    make([]bool, n),
-		lends:    make([]bool, n),
-		shares:   make([]float64, n),
-		borrowed: make([]int64, n),
-		used:     make([]int64, n),
-		top:      -1,
-		cur:      policy.NoRank,
-		detTop:   policy.NoRank,
-		rng:      seed | 1,
-		stats:    newWorkerStats(n),
+		rt: rt,
+		id: id,
+		remote: remote{
+			mail:   make([]mailbox.Mailbox[bank.Entry[item]], n),
+			detTop: policy.NoRank,
+		},
+		core: core{
+			banks:    make([]bank.Bank[item], n),
+			mopen:    make([]bool, n),
+			lends:    make([]bool, n),
+			shares:   make([]float64, n),
+			borrowed: make([]int64, n),
+			used:     make([]int64, n),
+			top:      -1,
+			cur:      policy.NoRank,
+			rng:      seed | 1,
+		},
+		stats: newWorkerStats(n),
 	}
 	w.running.Store(policy.NoRank)
 	w.cpu.Store(-1)
