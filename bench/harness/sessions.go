@@ -325,9 +325,10 @@ func dumpGoroutines(dir string, res *driver.Result) {
 // wait for the child), and Go lets that call keep its P until the system
 // monitor takes it back, up to 10 ms and more when nothing else makes the
 // monitor look: while the workers compute, that P is the spare one that
-// wakes the echo, so a request sent at once waited 2 to 14 ms for the
-// network poller in most Table 3 runs (docs/results.md, "The first request
-// of a replay"): the harness's doing, not the server's.
+// wakes the echo, so a request sent at once waited milliseconds for the
+// network poller in most Table 3 runs: the harness's doing, not the
+// server's. docs/tuning.md ("Procs: how many workers") says what a program
+// with such calls beside fairly can do.
 const settle = 50 * time.Millisecond
 
 // openScript is the trace of a replay that lasts until stopped.

@@ -310,8 +310,8 @@ func (s *suite) plan() []step {
 	// goroutine, so a baseline that forks a goroutine per call (fine-grained
 	// fib: hundreds of thousands at once) leaves every later collection in
 	// the process more to walk, and fairly's runs measured after it answered
-	// the echo slower (Table 5, fine grain, P = 2: p99 about 4 ms after
-	// table2's baselines against 1.5–2 ms before them, docs/results.md).
+	// the echo slower (Table 5, fine grain, P = 2: its p99 about doubled
+	// after table2's baselines).
 	slices.SortStableFunc(steps, func(a, b step) int {
 		switch {
 		case a.baseline == b.baseline:

@@ -86,7 +86,8 @@ type Kernel struct {
 	// FineGoroutinesCost, when set, says why FineGoroutines is too costly
 	// for the benchmark suite: it starts a goroutine per element, millions
 	// a run at the default size, and takes several times the sequential
-	// time (measured on two cores at the default size; docs/results.md).
+	// time (the value says how many, measured on two cores at the default
+	// size).
 	FineGoroutinesCost string
 	// New prepares an instance of the given size, generating its input.
 	// Sizes below the kernel's smallest meaningful one are raised to it.
