@@ -313,7 +313,7 @@ func (g *gor) passTo() {
 // urgent thread.
 func (g *gor) handOff() {
 	w := g.w
-	it, depth, ok := w.next()
+	it, depth, ok := w.next(0)
 	switch {
 	case ok && it.g != nil:
 		g.w = nil

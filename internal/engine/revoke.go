@@ -254,13 +254,21 @@ func (g *gor) leave() {
 	if r >= 0 && trace.IsEnabled() {
 		g.region = trace.StartRegion(g.rt.labels[r], g.rt.regions[r])
 	}
+	m := g.userMode()
+	g.lock() // before the store of the mode, for the revoker: see above
+	g.mode.Store(m)
+}
+
+// userMode is the mode word g stores as it leaves for thread code: modeUser,
+// with modeQueued and the highest rank queued if threads wait in its
+// worker's banks or its shared lazy stack.
+func (g *gor) userMode() mode {
 	m := modeUser
 	top := g.w.highest()
 	if top >= 0 || g.lazy.bot < g.lazy.top {
 		m |= modeQueued | mode(top+1)<<modeTopShift
 	}
-	g.lock() // before the store of the mode, for the revoker: see above
-	g.mode.Store(m)
+	return m
 }
 
 // enter marks the passage from thread t's code back into the scheduler. If

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"math"
-
 	"github.com/fairlyprompt/fairly/bank"
 	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/mailbox"
@@ -27,13 +25,9 @@ func (g *gor) loop() {
 			return
 		}
 		g.poll()
-		it, _, ok := w.next()
+		it, _, ok := w.next(0)
 		if !ok {
 			w.idle(g)
-			if g.w != nil {
-				g.w.closeUnwanted() // busy again: only the primary rank is wanted
-				g.w.woke = true
-			}
 			continue
 		}
 		if it.g != nil {
@@ -183,9 +177,10 @@ func (rt *Runtime) alignedPrimary(now int64) int {
 }
 
 // next removes the thread to run now, if the worker has one, with the fork
-// depth its bank entry records (a stale entry's task may be changing).
-func (w *worker) next() (item, int, bool) {
-	r := w.choose(policy.NoRank, 0)
+// depth its bank entry records (a stale entry's task may be changing); now
+// is the current time if the caller has it, else 0 (as for choose).
+func (w *worker) next(now int64) (item, int, bool) {
+	r := w.choose(policy.NoRank, now)
 	if r < 0 {
 		return item{}, 0, false
 	}
@@ -434,8 +429,8 @@ func (w *worker) sendTo(v *worker, r, next int) bool {
 
 // idle runs when the worker has nothing: open every mailbox, ask a random
 // worker for work, then sleep until woken by new work. It returns with g
-// holding a token again, or none (g.w == nil) if g became surplus while
-// asleep.
+// holding a token again, awake, or none (g.w == nil) if g became surplus
+// while asleep.
 func (w *worker) idle(g *gor) {
 	w.windDown()
 	// From here on the worker counts as asleep: a waker hands the token back
@@ -452,6 +447,7 @@ func (w *worker) idle(g *gor) {
 		if w.hasWork() || w.rt.stopping.Load() {
 			if w.sleeper.CompareAndSwap(g, nil) {
 				g.w = w
+				w.awake()
 				return
 			}
 			break
@@ -462,6 +458,17 @@ func (w *worker) idle(g *gor) {
 		osYield() // let the OS run other threads (the network poller's) meanwhile
 	}
 	g.park()
+	if g.w != nil {
+		g.w.awake()
+	}
+}
+
+// awake readies a worker whose token came back to its sleeper: busy again,
+// it wants only its primary rank, and its next pass through the scheduler
+// knows it woke (policy.SpreadAfter).
+func (w *worker) awake() {
+	w.closeUnwanted()
+	w.woke = true
 }
 
 // windDown readies w for sleep: nothing runs, every mailbox takes deals,
@@ -541,21 +548,18 @@ func (w *worker) shutdown() {
 // running the lowest priority. Workers that have passed no preemption point
 // for policy.StaleAfter come last; if the chosen one is such a worker running a
 // lower priority, its token is revoked and a new goroutine serves it.
-func (rt *Runtime) steer(it item) {
+func (rt *Runtime) steer(it item) { rt.steerAt(it, rt.now()) }
+
+// steerAt is steer at time now.
+func (rt *Runtime) steerAt(it item, now int64) {
 	r := int32(it.t.rank)
 	ws := rt.workers
-	start := int(rt.steerSeq.Add(1))
-	now := rt.now()
-	var best *worker
-	bestScore := math.MinInt
-	for i := range ws {
-		w := ws[(start+i)%len(ws)]
+	i, bestScore := policy.Steer(len(ws), int(rt.steerSeq.Add(1)), func(v int) int {
+		w := ws[v]
 		stale := now-w.lastService.Load() >= int64(policy.StaleAfter)
-		score := policy.SteerScore(int(r), int(w.running.Load()), int(w.primPub.Load()), w.sleeper.Load() != nil, stale)
-		if score > bestScore {
-			best, bestScore = w, score
-		}
-	}
+		return policy.SteerScore(int(r), int(w.running.Load()), int(w.primPub.Load()), w.sleeper.Load() != nil, stale)
+	})
+	best := ws[i]
 	best.give(it)
 	if policy.SteerRevokes(bestScore) {
 		if v := rt.revoke(best, best.holder.Load(), r, true); v != nil {

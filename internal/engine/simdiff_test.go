@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -13,14 +14,18 @@ import (
 	"github.com/fairlyprompt/fairly/internal/sim"
 )
 
-// The simulator (internal/sim/worker.go) re-states this package's
-// scheduling loop on virtual workers. These tests set the same state on
-// this package's workers and on the simulator's (sim.Probe), run the same
-// pass through the scheduler on both and compare everything the pass
-// wrote: the primary rank, the banks' threads and depths, the mailboxes,
+// The simulator (internal/sim/worker.go, sim.go) re-states this package's
+// scheduling loop, steering and watchdog on virtual workers. These tests
+// set the same state on this package's workers and on the simulator's
+// (sim.Probe), run the same step on both (a pass through the scheduler,
+// choose, next, going to sleep and being woken, steering, the watchdog's
+// look at a worker) and compare its decision and everything it wrote: the
+// primary and running ranks, the banks' threads and depths, the mailboxes,
 // the index of open mailboxes, the request cells, the deal, ask and spread
-// times, the attention word and the usage records. A change of one loop
-// that the other does not follow fails here.
+// times, the attention word, the sleeping state, the beat and the usage
+// records. A change of one side that the other does not follow fails here.
+// What the engine reads from the real clock (setRunning's charge, the
+// sleeper's spin) is left out: the scenarios that sleep run nothing first.
 
 // diffCriteria are the criteria the scenarios draw from: High, Medium,
 // Low weights, as fairbench writes them.
@@ -58,7 +63,7 @@ func diffRuntime(t *testing.T, procs int, weights [3]float64, seed uint64) *Runt
 // observe is sim.Probe.Observe for worker w of rt.
 func observe(rt *Runtime, w *worker) sim.Observation {
 	o := sim.Observation{
-		Primary: w.primary, Top: w.top, NextRound: w.nextRound, NextDeal: w.nextDeal, NextAsk: w.nextAsk,
+		Primary: w.primary, Top: w.top, Cur: w.cur, Asleep: w.sleeper.Load() != nil, Beat: w.beat.Load(), NextRound: w.nextRound, NextDeal: w.nextDeal, NextAsk: w.nextAsk,
 		SpreadTo: w.spreadTo, RoundStart: w.roundStart, Asked: w.asked, Woke: w.woke,
 		Attn: w.attn.Load() != 0, MailFlag: w.mailFlag.Load() != 0,
 		Used: append([]int64(nil), w.used...), Borrowed: append([]int64(nil), w.borrowed...),
@@ -73,10 +78,15 @@ func observe(rt *Runtime, w *worker) sim.Observation {
 	return o
 }
 
-// pair is one scenario's engine and simulator, set up alike.
+// pair is one scenario's engine and simulator, set up alike. A worker
+// that sleeps in the engine does so on a goroutine of its own, as in the
+// runtime: sleepers[w] is that goroutine's record, woken[w] closed when it
+// has woken (nil: worker w does not sleep).
 type pair struct {
-	rt *Runtime
-	p  *sim.Probe
+	rt       *Runtime
+	p        *sim.Probe
+	sleepers []*gor
+	woken    []chan struct{}
 }
 
 func (b pair) push(w, r int, depth int32, stale bool) {
@@ -113,8 +123,10 @@ func (b pair) set(w int, st sim.ProbeState) {
 	copy(x.borrowed, st.Borrowed)
 	if st.NextRound != 0 {
 		x.nextRound = st.NextRound
+		x.roundEnd.Store(st.NextRound)
 	}
 	x.nextDeal, x.nextAsk, x.spreadTo = st.NextDeal, st.NextAsk, st.SpreadTo
+	x.lastService.Store(st.LastService)
 	x.woke, x.asked = st.Woke, st.Asked
 	b.p.Set(w, st)
 }
@@ -129,7 +141,7 @@ func scenario(t *testing.T, rng *rand.Rand, procs int) (pair, int64) {
 	seed := rng.Uint64()
 	p, err := sim.NewProbe(procs, weights, sim.Params{}, seed)
 	require.NoError(t, err)
-	b := pair{rt: diffRuntime(t, procs, weights, seed), p: p}
+	b := pair{rt: diffRuntime(t, procs, weights, seed), p: p, sleepers: make([]*gor, procs), woken: make([]chan struct{}, procs)}
 	q := int64(b.rt.quantum)
 	now := 1 + rng.Int64N(3*q)
 	around := func(d int64) int64 { return max(0, now-d+rng.Int64N(2*d)) }
@@ -152,6 +164,10 @@ func scenario(t *testing.T, rng *rand.Rand, procs int) (pair, int64) {
 			Cur: rng.IntN(4) - 1, Since: max(0, now-rng.Int64N(q)),
 			NextDeal: around(int64(b.rt.dealEvery)), NextAsk: around(int64(b.rt.dealEvery)),
 			SpreadTo: around(int64(b.rt.dealEvery)), Woke: rng.IntN(2) == 0, Asked: rng.IntN(4) == 0,
+			LastService: max(0, now-rng.Int64N(2*int64(policy.StaleAfter))),
+		}
+		if rng.IntN(4) == 0 {
+			st.LastService = max(0, now-int64(policy.StaleAfter)) // stale from now exactly
 		}
 		if rng.IntN(2) == 0 {
 			st.NextRound = around(q) // a round switch in about half the scenarios
@@ -211,5 +227,188 @@ func TestSimulatorChooseAsEngine(t *testing.T) {
 		got := b.rt.workers[w].choose(cur, now)
 		require.Equal(t, want, got, "scenario %d: the rank chosen, simulator (expected) against engine (actual)", i)
 		b.same(t, fmt.Sprintf("scenario %d, choose of worker %d at %d", i, w, now))
+	})
+}
+
+// drain takes the threads worker w runs next at now from both, one by one
+// until it has none, and fails unless both give the same ranks and depths.
+func (b pair) drain(t *testing.T, w int, now int64, what string) {
+	t.Helper()
+	for {
+		r, d, ok := b.p.Next(w, now)
+		it, depth, got := b.rt.workers[w].next(now)
+		require.Equal(t, ok, got, "%s: a thread to run, simulator (expected) against engine (actual)", what)
+		if !ok {
+			return
+		}
+		require.Equal(t, [2]int{r, int(d)}, [2]int{int(it.t.rank), depth}, "%s: rank and depth of the next thread", what)
+	}
+}
+
+// sleep makes worker w go to sleep on both at now, as its loop does: a
+// pass through the scheduler, the threads it holds run (drain), then idle
+// finds nothing. The engine's worker sleeps on a goroutine of its own,
+// which the runtime's wakers wake. The worker must run nothing (cur is
+// policy.NoRank), so that idle charges no time, which the engine would
+// read from the real clock.
+func (b pair) sleep(t *testing.T, w int, now int64, what string) {
+	t.Helper()
+	x := b.rt.workers[w]
+	require.Equal(t, policy.NoRank, x.cur)
+	x.service(now)
+	b.p.Service(w, now)
+	b.drain(t, w, now, what)
+	b.p.Idle(w, now)
+	g, woken := b.rt.record(), make(chan struct{})
+	b.sleepers[w], b.woken[w] = g, woken
+	go func() {
+		defer close(woken)
+		x.idle(g)
+	}()
+	for x.sleeper.Load() != g { // it published itself: idle's asking and opening are done
+		select {
+		case <-woken:
+			return // it found work at once; wake sees whether the simulator's did
+		default:
+			goruntime.Gosched()
+		}
+	}
+}
+
+// wake ends every sleep of the engine's workers: one that the simulator's
+// worker woke from must have ended already, or end soon, and one that
+// still goes on in both is ended by a wake-up at now on both.
+func (b pair) wake(t *testing.T, now int64, what string) {
+	t.Helper()
+	for w, woken := range b.woken {
+		if woken == nil {
+			continue
+		}
+		x := b.rt.workers[w]
+		if b.p.Asleep(w) {
+			require.True(t, x.sleeper.Load() == b.sleepers[w], "%s: worker %d sleeps in the simulator, not in the engine", what, w)
+			b.p.Wake(w, now)
+			x.wake()
+		}
+		select {
+		case <-woken:
+		case <-time.After(time.Minute): // a lost wake-up, not a slow one
+			t.Fatalf("%s: worker %d woke in the simulator, and in the engine it still sleeps", what, w)
+		}
+		b.sleepers[w], b.woken[w] = nil, nil
+	}
+}
+
+// steer steers a new thread of rank r and depth depth from outside at now
+// on both and fails unless both chose the same worker.
+func (b pair) steer(t *testing.T, r int, depth int32, now int64, what string) {
+	t.Helper()
+	before := make([]int32, len(b.rt.workers))
+	for w, x := range b.rt.workers {
+		before[w] = x.inbox.n.Load()
+	}
+	want := b.p.Steer(r, depth, now)
+	b.rt.steerAt(item{t: &Task{rank: int32(r), depth: depth}}, now)
+	got := -1
+	for w, x := range b.rt.workers {
+		if x.inbox.n.Load() != before[w] {
+			got = w
+		}
+	}
+	require.Equal(t, want, got, "%s: the worker a thread of rank %d was steered to, simulator (expected) against engine (actual)", what, r)
+}
+
+// A worker that finds nothing goes to sleep (idle: its mailboxes open, a
+// request for anything to another worker) and is woken by what the other
+// worker's pass deals it or by a thread steered to it, seen from the
+// sleeping side: whether it wakes, and its state once it has and passed
+// through the scheduler again, are the same on both. next is compared
+// thread by thread as the sleeping worker empties its banks.
+func TestSimulatorIdleAsEngine(t *testing.T) {
+	scenarios(t, 0x1d1e, func(i int, b pair, rng *rand.Rand, w int, now int64) {
+		what := fmt.Sprintf("scenario %d, idle of worker %d at %d", i, w, now)
+		if b.rt.workers[w].cur != policy.NoRank {
+			return // see sleep
+		}
+		b.sleep(t, w, now, what)
+		if v := 1 - w; len(b.rt.workers) > 1 && rng.IntN(2) == 0 {
+			b.rt.workers[v].service(now + 1)
+			b.p.Service(v, now+1)
+		}
+		if rng.IntN(3) == 0 {
+			b.steer(t, rng.IntN(3), int32(rng.IntN(6)), now+2, what)
+		}
+		b.wake(t, now+3, what)
+		b.rt.workers[w].service(now + 4)
+		b.p.Service(w, now+4)
+		b.same(t, what)
+	})
+}
+
+// next empties a worker's banks in the same order on both.
+func TestSimulatorNextAsEngine(t *testing.T) {
+	scenarios(t, 0x4e87, func(i int, b pair, _ *rand.Rand, w int, now int64) {
+		what := fmt.Sprintf("scenario %d, next of worker %d at %d", i, w, now)
+		b.drain(t, w, now, what)
+		b.same(t, what)
+	})
+}
+
+// Threads from outside (steer) go to the same worker on both, sleeping
+// workers, stale ones and the rotation of ties included.
+func TestSimulatorSteerAsEngine(t *testing.T) {
+	scenarios(t, 0x57ee, func(i int, b pair, rng *rand.Rand, w int, now int64) {
+		what := fmt.Sprintf("scenario %d, steering at %d", i, now)
+		if b.rt.workers[w].cur == policy.NoRank && rng.IntN(2) == 0 {
+			b.sleep(t, w, now, what)
+		}
+		for range 1 + rng.IntN(3) {
+			b.steer(t, rng.IntN(3), int32(rng.IntN(6)), now, what)
+		}
+		b.wake(t, now+1, what)
+		b.same(t, what)
+	})
+}
+
+// The watchdog's look at a worker whose goroutine runs a thread's code
+// (watch.look): its count of ticks without a pass through the scheduler,
+// its verdict and the rank it would revoke below, with another worker
+// asleep or not, are the same on both.
+func TestSimulatorWatchdogAsEngine(t *testing.T) {
+	scenarios(t, 0x3a7c, func(i int, b pair, rng *rand.Rand, w int, now int64) {
+		what := fmt.Sprintf("scenario %d, the watchdog's look at worker %d at %d", i, w, now)
+		x := b.rt.workers[w]
+		if v := 1 - w; len(b.rt.workers) > 1 && b.rt.workers[v].cur == policy.NoRank && rng.IntN(2) == 0 {
+			b.sleep(t, v, now, what) // then somebody waits for w's spare threads
+			if rng.IntN(2) == 0 {    // w takes its request: the sleeper waits all the same
+				x.service(now + 1)
+				b.p.Service(w, now+1)
+			}
+		}
+		if rng.IntN(2) == 0 { // nothing queued on w
+			b.drain(t, w, now+1, what)
+		}
+		h := b.rt.record()
+		h.w = x
+		h.mode.Store(h.userMode())
+		x.holder.Store(h)
+		b.p.Hold(w)
+		ticks, moved := rng.IntN(policy.RoundTicks(int64(b.rt.quantum), int64(b.rt.interrupt))+2), rng.IntN(4) == 0
+		wt := watch{beat: x.beat.Load(), holder: h, ticks: ticks, cpu: -1}
+		if moved {
+			wt.beat--
+		}
+		b.p.Watch(w, ticks, moved)
+		if rng.IntN(4) == 0 {
+			now = max(now+1, x.nextRound) // at the round's end exactly, if not past it
+		} else {
+			now += 1 + rng.Int64N(int64(b.rt.quantum)) // past it or not
+		}
+		verdict, below, after := b.p.Look(w, now)
+		idle, _ := b.rt.sleeping()
+		_, gotVerdict, gotBelow := wt.look(x, idle, now, policy.RoundTicks(int64(b.rt.quantum), int64(b.rt.interrupt)))
+		require.Equal(t, []int{int(verdict), below, after}, []int{int(gotVerdict), int(gotBelow), wt.ticks}, "%s: verdict, rank below and ticks, simulator (expected) against engine (actual)", what)
+		b.wake(t, now, what)
+		b.same(t, what)
 	})
 }

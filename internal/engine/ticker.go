@@ -125,6 +125,43 @@ func (wt *watch) computing(h *gor, now int64) (busy, known bool) {
 	return policy.ComputingFraction*(cpu-prev) >= now-at || threadRunnable(tid), true
 }
 
+// look is the watchdog's look at worker w at a tick at now: it raises the
+// attention of a worker that does not sleep, counts the ticks its holder
+// passed no preemption point, and decides about a stall (policy.Watchdog,
+// policy.Measured) and the rank to revoke below (policy.WatchdogBelow).
+// idle says some worker sleeps. It returns the holder it looked at, with
+// the verdict; the caller revokes.
+func (wt *watch) look(w *worker, idle bool, now int64, roundTicks int) (h *gor, verdict policy.Verdict, below int32) {
+	if w.sleeper.Load() != nil {
+		wt.ticks = 0
+		return nil, policy.Wait, 0
+	}
+	w.attn.Store(1)
+	h = w.holder.Load()
+	if h == nil {
+		return nil, policy.Wait, 0
+	}
+	if b := w.beat.Load(); b != wt.beat || h != wt.holder {
+		wt.beat, wt.holder, wt.ticks, wt.cpu = b, h, 0, -1
+		return h, policy.Wait, 0
+	}
+	wt.ticks++
+	computing, known := wt.computing(h, now)
+	if wt.ticks < policy.StallTicks {
+		return h, policy.Wait, 0
+	}
+	m := h.mode.Load()
+	demand := idle || w.hasWork() || w.requests.Pending() || m&modeQueued != 0 || now >= w.roundEnd.Load()
+	// RevokeBlocked: nobody waits, but a round went by; it is blocked,
+	// most likely, and costs no processor detached. Where the processor
+	// time of its OS thread is known, that tells.
+	verdict = policy.Measured(policy.Watchdog(wt.ticks, roundTicks, demand), known, computing)
+	if verdict == policy.Wait {
+		return h, verdict, 0
+	}
+	return h, verdict, int32(policy.WatchdogBelow(int(w.waitingTop(m)), int(w.running.Load())))
+}
+
 func (tk *ticker) run(rt *Runtime) {
 	defer close(tk.done)
 	t := time.NewTicker(rt.interrupt)
@@ -155,34 +192,9 @@ func (tk *ticker) run(rt *Runtime) {
 			poke.Stop()
 		}
 		for i, w := range rt.workers {
-			wt := &ws[i]
-			if w.sleeper.Load() != nil {
-				wt.ticks = 0
-				continue
-			}
-			w.attn.Store(1)
-			h := w.holder.Load()
-			if h == nil {
-				continue
-			}
-			if b := w.beat.Load(); b != wt.beat || h != wt.holder {
-				wt.beat, wt.holder, wt.ticks, wt.cpu = b, h, 0, -1
-				continue
-			}
-			wt.ticks++
-			computing, known := wt.computing(h, now)
-			if wt.ticks < policy.StallTicks {
-				continue
-			}
-			demand := idle || w.hasWork() || w.requests.Pending() || h.mode.Load()&modeQueued != 0 ||
-				now >= w.roundEnd.Load()
-			// RevokeBlocked: nobody waits, but a round went by; it is blocked,
-			// most likely, and costs no processor detached. Where the
-			// processor time of its OS thread is known, that tells.
-			verdict := policy.Measured(policy.Watchdog(wt.ticks, roundTicks, demand), known, computing)
+			h, verdict, below := ws[i].look(w, idle, now, roundTicks)
 			if verdict != policy.Wait {
-				below := policy.WatchdogBelow(int(w.waitingTop(h.mode.Load())), int(w.running.Load()))
-				if v := rt.revoke(w, h, int32(below), verdict == policy.RevokeBusy); v != nil {
+				if v := rt.revoke(w, h, below, verdict == policy.RevokeBusy); v != nil {
 					v.stats.rescues.Add(1)
 					rt.newGor().start(v)
 				}

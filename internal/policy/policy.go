@@ -380,6 +380,21 @@ func Seizes(r, running, primary int, lends bool) bool {
 // stale: the chosen one's token is then revoked for the arriving thread.
 func SteerRevokes(best int) bool { return best < revokeBelow }
 
+// Steer is the worker among n that a thread from outside goes to: the one
+// of the highest score (SteerScore), scanning from worker start%n round the
+// ring, the first of equal ones; and its score. The caller moves start on
+// at every call, so that ties rotate.
+func Steer(n, start int, score func(v int) int) (v, best int) {
+	v, best = -1, 0
+	for i := range n {
+		w := (start + i) % n
+		if s := score(w); v < 0 || s > best {
+			v, best = w, s
+		}
+	}
+	return v, best
+}
+
 // Verdict is the watchdog's decision on a worker that passed no preemption
 // point for some ticks.
 type Verdict int

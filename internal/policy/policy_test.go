@@ -163,6 +163,17 @@ func TestSteer(t *testing.T) {
 	assert.Less(t, stale, higher)
 	assert.True(t, SteerRevokes(SteerScore(r, 0, 0, false, true)))
 	assert.False(t, SteerRevokes(lowest))
+
+	// The highest score wins; of equal ones, the first from start on.
+	scores := []int{5, 9, 9, -3}
+	score := func(v int) int { return scores[v] }
+	for start, want := range []int{1, 1, 2, 1, 1} {
+		v, best := Steer(len(scores), start, score)
+		assert.Equal(t, [2]int{want, 9}, [2]int{v, best}, "from %d", start)
+	}
+	v, best := Steer(1, 7, func(int) int { return SteerScore(r, 0, 0, false, true) })
+	assert.Equal(t, 0, v, "a single worker, stale or not")
+	assert.True(t, SteerRevokes(best))
 }
 
 // A resumed thread seizes a worker that runs a lower rank's code and would

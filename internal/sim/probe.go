@@ -8,9 +8,10 @@ import (
 	"github.com/fairlyprompt/fairly/mailbox"
 )
 
-// Probe drives the simulator's workers one pass through the scheduler at
-// a time, from a state its caller sets, at no cost of time: the workers of
-// a simulation with zero Costs and no event loop. internal/engine's
+// Probe drives the simulator's workers one step at a time (a pass through
+// the scheduler, a choice, going to sleep, a wake-up, a steered thread, the
+// watchdog's look), from a state its caller sets, at no cost of time: the
+// workers of a simulation with zero Costs and no event loop. internal/engine's
 // differential test (simdiff_test.go) sets the same state on the engine's
 // workers and the simulator's, runs the same pass on both and compares
 // what they did, so that the re-statement of sched.go in worker.go cannot
@@ -29,14 +30,17 @@ type ProbeState struct {
 	Borrowed []int64 // by rank: time run this round above the primary rank
 	// NextRound is when its round ends (0 keeps the one NewProbe began).
 	NextRound, NextDeal, NextAsk, SpreadTo int64
-	Woke, Asked                            bool
+	// LastService is when it last passed through the scheduler.
+	LastService int64
+	Woke, Asked bool
 }
 
 // Observation is what a worker holds after a pass: every field that a
 // pass writes and that later decisions read.
 type Observation struct {
-	Primary                                            int
-	Top                                                int
+	Primary, Top, Cur                                  int
+	Asleep                                             bool
+	Beat                                               uint64
 	NextRound, NextDeal, NextAsk, SpreadTo, RoundStart int64
 	Asked, Woke, Attn, MailFlag                        bool
 	Used, Borrowed                                     []int64
@@ -106,6 +110,7 @@ func (p *Probe) Set(w int, st ProbeState) {
 		v.nextRound = st.NextRound
 	}
 	v.nextDeal, v.nextAsk, v.spreadTo = st.NextDeal, st.NextAsk, st.SpreadTo
+	v.lastService = st.LastService
 	v.woke, v.asked = st.Woke, st.Asked
 }
 
@@ -125,12 +130,76 @@ func (p *Probe) Choose(w, cur int, now int64) int {
 	return v.choose(cur)
 }
 
+// Next removes the thread worker w runs next at now (worker.next) and
+// gives its rank and fork depth; ok is false if it has none.
+func (p *Probe) Next(w int, now int64) (rank int, depth int32, ok bool) {
+	v := p.s.workers[w]
+	v.t = now
+	it, ok := v.next()
+	if !ok {
+		return policy.NoRank, 0, false
+	}
+	return it.t.rank, it.t.depth, true
+}
+
+// Idle makes worker w go idle at now, as it does when Next finds nothing
+// (worker.idle): it opens its mailboxes, asks for anything and sleeps
+// until a deal or a thread given to it wakes it.
+func (p *Probe) Idle(w int, now int64) {
+	v := p.s.workers[w]
+	v.t = now
+	v.idle()
+}
+
+// Wake wakes worker w at now if it sleeps (worker.wake, and the sleeper's
+// side of it, worker.awake).
+func (p *Probe) Wake(w int, now int64) { p.s.workers[w].wake(now) }
+
+// Asleep reports whether worker w sleeps.
+func (p *Probe) Asleep(w int) bool { return p.s.workers[w].asleep }
+
+// Steer steers a new thread of rank r and fork depth depth from outside at
+// now (Runtime.steer) and gives the worker it went to.
+func (p *Probe) Steer(r int, depth int32, now int64) int {
+	return p.s.steer(item{t: p.task(r, depth)}, now)
+}
+
+// Hold makes worker w run a thread's code, as the watchdog sees it: a
+// goroutine holds its token, in the middle of a segment, with no lazy fork.
+// It looks for the highest rank queued first, as the engine's goroutine
+// does as it leaves for thread code (gor.userMode), which updates the
+// worker's top.
+func (p *Probe) Hold(w int) {
+	v := p.s.workers[w]
+	v.highest()
+	v.g = &vgor{inSegment: true}
+}
+
+// Watch sets what the watchdog remembers of worker w: ticks ticks without
+// a pass through the scheduler, and whether the worker passed since
+// (moved).
+func (p *Probe) Watch(w, ticks int, moved bool) {
+	p.s.ticks[w], p.s.beats[w] = ticks, p.s.workers[w].beat
+	if moved {
+		p.s.beats[w]--
+	}
+}
+
+// Look is the watchdog's look at worker w at a tick at now (watch.look):
+// its verdict, the rank it would revoke below, and its count of ticks
+// afterwards.
+func (p *Probe) Look(w int, now int64) (v policy.Verdict, below, ticks int) {
+	idle, _ := p.s.sleeping()
+	v, below = p.s.look(w, idle, now, policy.RoundTicks(p.s.p.Quantum, p.s.p.Interrupt))
+	return v, below, p.s.ticks[w]
+}
+
 // Observe gives worker w's state at the end of a scenario: it takes the
 // threads out of the worker's banks and the request out of its cell.
 func (p *Probe) Observe(w int) Observation {
 	v := p.s.workers[w]
 	o := Observation{
-		Primary: v.primary, Top: v.top, NextRound: v.nextRound, NextDeal: v.nextDeal, NextAsk: v.nextAsk,
+		Primary: v.primary, Top: v.top, Cur: v.cur, Asleep: v.asleep, Beat: v.beat, NextRound: v.nextRound, NextDeal: v.nextDeal, NextAsk: v.nextAsk,
 		SpreadTo: v.spreadTo, RoundStart: v.roundStart, Asked: v.asked, Woke: v.woke, Attn: v.attn, MailFlag: v.mailFlag,
 		Used: append([]int64(nil), v.used...), Borrowed: append([]int64(nil), v.borrowed...),
 		Open: append([]bool(nil), v.mopen...),

@@ -330,17 +330,12 @@ func (s *sim) takeOver(it item, now int64) int {
 // soonest (Runtime.steer), revoking that worker's token when every
 // candidate is stale; it returns the worker's index.
 func (s *sim) steer(it item, now int64) int {
-	start := s.steers
 	s.steers++
-	var best *vworker
-	bestScore := 0
-	for i := range s.workers {
-		w := s.workers[(start+1+i)%len(s.workers)]
-		score := policy.SteerScore(it.t.rank, w.cur, w.primary, w.asleep, now-w.lastService >= s.p.StaleAfter)
-		if best == nil || score > bestScore {
-			best, bestScore = w, score
-		}
-	}
+	i, bestScore := policy.Steer(len(s.workers), s.steers, func(v int) int {
+		w := s.workers[v]
+		return policy.SteerScore(it.t.rank, w.cur, w.primary, w.asleep, now-w.lastService >= s.p.StaleAfter)
+	})
+	best := s.workers[i]
 	best.give(it, now)
 	if policy.SteerRevokes(bestScore) {
 		s.revoke(best, it.t.rank, true, false, s.c.Handoff, now)
@@ -358,22 +353,8 @@ func (s *sim) tick(now int64) {
 	roundTicks := policy.RoundTicks(s.p.Quantum, s.p.Interrupt)
 	revoked := int32(-1)
 	for i, w := range s.workers {
-		if w.asleep {
-			s.ticks[i] = 0
-			continue
-		}
-		w.attn = true
-		if w.beat != s.beats[i] || w.g == nil {
-			s.beats[i], s.ticks[i] = w.beat, 0
-			continue
-		}
-		s.ticks[i]++
-		demand := idle || len(w.inbox) > 0 || w.mailFlag || w.requests.Pending() || w.highest() >= 0 || w.g.lazyLive() ||
-			now >= w.nextRound
-		// RevokeBlocked: nobody waits, but a round went by; it is blocked,
-		// most likely, and costs no processor detached.
-		if v := policy.Watchdog(s.ticks[i], roundTicks, demand); v != policy.Wait {
-			if s.revoke(w, policy.WatchdogBelow(w.waitingTop(), w.cur), v == policy.RevokeBusy, false, s.c.Handoff, now) {
+		if v, below := s.look(i, idle, now, roundTicks); v != policy.Wait {
+			if s.revoke(w, below, v == policy.RevokeBusy, false, s.c.Handoff, now) {
 				revoked = int32(i)
 			}
 		}
@@ -381,6 +362,32 @@ func (s *sim) tick(now int64) {
 	s.log.add(Entry{T: now, Kind: evTick, Worker: revoked, Rank: -1})
 	s.clock.at(event{t: now + s.p.Interrupt, kind: evTick})
 	s.schedulePoke(now, idle, busy)
+}
+
+// look is the watchdog's look at worker i at a tick at now (watch.look):
+// raise its attention, count its ticks without a beat, and decide about a
+// stall and the rank to revoke below. idle says some worker sleeps.
+func (s *sim) look(i int, idle bool, now int64, roundTicks int) (policy.Verdict, int) {
+	w := s.workers[i]
+	if w.asleep {
+		s.ticks[i] = 0
+		return policy.Wait, 0
+	}
+	w.attn = true
+	if w.beat != s.beats[i] || w.g == nil {
+		s.beats[i], s.ticks[i] = w.beat, 0
+		return policy.Wait, 0
+	}
+	s.ticks[i]++
+	demand := idle || len(w.inbox) > 0 || w.mailFlag || w.requests.Pending() || w.highest() >= 0 || w.g.lazyLive() ||
+		now >= w.nextRound
+	// RevokeBlocked: nobody waits, but a round went by; it is blocked, most
+	// likely, and costs no processor detached.
+	v := policy.Watchdog(s.ticks[i], roundTicks, demand)
+	if v == policy.Wait {
+		return v, 0
+	}
+	return v, policy.WatchdogBelow(w.waitingTop(), w.cur)
 }
 
 // sleeping reports whether some worker sleeps and whether some does not

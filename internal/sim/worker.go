@@ -14,8 +14,9 @@ import (
 // internal/policy. Time passes by costs: a worker at an event does what the
 // runtime would do at that point, adding the cost of each operation to its
 // local time t, and schedules its next event at t. internal/engine's
-// simdiff_test.go checks, through Probe, that service and choose here
-// leave the same state as the engine's.
+// simdiff_test.go checks, through Probe, that service, choose, next, idle
+// and the wake-up here, and steer and the watchdog's look in sim.go, decide
+// and leave the same state as the engine's.
 
 // item is what banks, mailboxes and inboxes hold, as in the runtime: a
 // thread that has not started (g == nil), or a continuation parked on g.
