@@ -103,7 +103,7 @@ func (rt *Runtime) newGor() *gor {
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
 	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: rankLoop}
-	g.priv.g = g
+	g.priv.init(g)
 	return g
 }
 

@@ -132,7 +132,9 @@ type Lazy interface {
 //
 // slots[i] is the record of level i: slots[:top] are forks pushed and not
 // yet popped, slots[top:] records free for reuse (nil where none was made
-// yet). Forks are promoted oldest first, from bot up: slots[:bot] were
+// yet). slots is always longer than top (init, Install), so that NextFork
+// reads slots[top] without a length check, which would take it over the
+// inlining budget. Forks are promoted oldest first, from bot up: slots[:bot] were
 // promoted and are nil (the record of a promoted fork belongs to its task
 // now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no
@@ -173,7 +175,9 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|uint32(g.mode.Load()&modeRevoked) == 0 {
+	// The mode word is read without its method: one inlined call fewer
+	// keeps NextFork within the inlining budget of its callers.
+	if s.polls--; s.polls > 0 && g.w.attn.Load()|g.mode.v.Load()&uint32(modeRevoked) == 0 {
 		free = s.slots[level]
 	}
 	return s, level, free
@@ -190,12 +194,7 @@ const pollEvery = 1024
 
 // Free gives the record free at the next level, nil if none; it is
 // NextFork's for the slow path, whatever is due.
-func (s *Forks) Free() Lazy {
-	if s.top < len(s.slots) {
-		return s.slots[s.top]
-	}
-	return nil
-}
+func (s *Forks) Free() Lazy { return s.slots[s.top] }
 
 // Push makes the record at the next level, written by the caller, the
 // youngest fork.
@@ -224,13 +223,19 @@ func (s *Forks) Take(level int) bool {
 }
 
 // Install makes r the record of the next level, for a level that has none
-// or one of other types.
+// or one of other types. It keeps a slot above the level, for the level
+// after the Push.
 func (s *Forks) Install(r Lazy) {
-	if s.top == len(s.slots) {
-		s.slots = append(s.slots, r)
-	} else {
-		s.slots[s.top] = r
+	if s.top+1 == len(s.slots) {
+		s.slots = append(s.slots, nil)
 	}
+	s.slots[s.top] = r
+}
+
+// init prepares the stack of goroutine g.
+func (s *Forks) init(g *gor) {
+	s.g = g
+	s.slots = make([]Lazy, 1)
 }
 
 // Point passes the preemption point of a fork that t just pushed, when
