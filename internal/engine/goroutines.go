@@ -69,6 +69,9 @@ type gor struct {
 	lazy   lazyStack
 	priv   Forks
 	frames []frame
+	// recycled are records of joined threads kept for the next spawns
+	// (Recycled).
+	recycled Recycled
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
 	// nextYield is when forks that only counted their polls down offer the

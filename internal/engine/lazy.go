@@ -105,6 +105,15 @@ func (s *lazyStack) take(t *Task) bool {
 	return true
 }
 
+// takeAndClaim takes t out of its slot if it is the youngest fork there,
+// and claims it: it reports whether the caller may run t. A slot is left
+// by a take alone, but a thread that was handed t's handle may have
+// claimed t meanwhile, to run it itself, while it was still in its slot.
+func (s *lazyStack) takeAndClaim(t *Task) bool {
+	s.take(t)
+	return t.claim()
+}
+
 // drop lowers top past slots that hold nothing left to run.
 func (s *lazyStack) drop() {
 	for s.top > s.floor {
@@ -437,5 +446,43 @@ func (w *worker) takeLazy(h *gor) {
 		if t := (*p)[i].Load(); t != nil && (*p)[i].CompareAndSwap(t, nil) {
 			w.promoted(t)
 		}
+	}
+}
+
+// Recycled keeps, for one goroutine, the records of finished threads that
+// package thread may reuse for the threads it spawns next: a record whose
+// handle was joined costs the next Spawn no allocation. Only the goroutine
+// itself uses it, with plain reads and writes. Records are taken from the
+// top, and a spawn of another type of record finds none there and
+// allocates, so a recursion that spawns and joins one type reuses the
+// records at every level.
+type Recycled struct{ recs []any }
+
+// maxRecycled bounds the records a goroutine keeps: a fork-join recursion
+// needs one a level of its depth, and more would only hold memory.
+const maxRecycled = 64
+
+// Recycled is the pool of records of the goroutine that runs t.
+func (t *Task) Recycled() *Recycled { return &t.g.recycled }
+
+// Top is the record that Pop would take, nil if none.
+func (s *Recycled) Top() any {
+	if n := len(s.recs); n > 0 {
+		return s.recs[n-1]
+	}
+	return nil
+}
+
+// Pop drops the top record, which the caller took from Top.
+func (s *Recycled) Pop() {
+	n := len(s.recs) - 1
+	s.recs[n] = nil
+	s.recs = s.recs[:n]
+}
+
+// Push keeps r for a later spawn, unless maxRecycled are kept already.
+func (s *Recycled) Push(r any) {
+	if len(s.recs) < maxRecycled {
+		s.recs = append(s.recs, r)
 	}
 }

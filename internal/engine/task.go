@@ -79,6 +79,24 @@ func (t *Task) InitLike(parent *Task, body Body) {
 	t.body, t.rt, t.rank = body, parent.rt, parent.rank
 }
 
+// Reinit prepares t, a task that finished as Recyclable says, to run body
+// at the priority of parent, as a new thread.
+// Nothing else can read t meanwhile (see Recyclable), so the words are
+// cleared by plain writes, not atomic ones.
+func (t *Task) Reinit(parent *Task, body Body) {
+	*t = Task{body: body, rt: parent.rt, rank: parent.rank}
+}
+
+// Recyclable reports whether t, a task that is done, finished without
+// other workers ever seeing it: it was claimed and run inline by a joiner
+// (most often its parent, taking it from its lazy stack), it never went
+// into a bank or mailbox, and it was not submitted. Then no part of the
+// engine holds it any more (no bank entry, no lazy slot, no waiter), and
+// the code that owns its memory may reuse it for another thread (Reinit).
+func (t *Task) Recyclable() bool {
+	return !t.root && t.state.Load() == stateClaimed && t.Done()
+}
+
 // Priority is the priority the task runs at.
 func (t *Task) Priority() fairness.Priority { return t.rt.ranks[t.rank] }
 
