@@ -110,7 +110,9 @@ func (s *lazyStack) take(t *Task) bool {
 // by a take alone, but a thread that was handed t's handle may have
 // claimed t meanwhile, to run it itself, while it was still in its slot.
 func (s *lazyStack) takeAndClaim(t *Task) bool {
-	s.take(t)
+	if s.take(t) {
+		return t.claimWith(stateTaken)
+	}
 	return t.claim()
 }
 
