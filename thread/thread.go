@@ -351,15 +351,15 @@ func (h *Handle[T]) WaitContext(ctx context.Context) (T, error) {
 // invalid reports a nil or zero handle: no thread, not even a failed one.
 func (h *Handle[T]) invalid() bool { return h == nil || h.r == nil }
 
-// handle is a handle of r, a record that is not reused (not pooled), and
-// its priority p, in one allocation with it.
+// handled is a record that is not reused (not pooled) and a handle of it,
+// in one allocation.
 type handled[T any] struct {
 	r record[T] // first: the record is where the allocation starts (AddCleanup)
 	h Handle[T]
 }
 
 // newRecord makes the record of a thread that runs f at priority p on rt,
-// in one allocation with its handle.
+// in one allocation with its handle, which it returns.
 func newRecord[T any](rt *engine.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
 	o := &handled[T]{}
 	o.r.f = f
@@ -387,7 +387,11 @@ func failed[T any](h *Handle[T], err error) *Handle[T] {
 // A Spawn at c's own priority reuses the record of a thread that a Join on
 // the same goroutine spent (see Handle): with a handle that stays in the
 // function that joins it, a spawn and join allocate nothing but f when it
-// captures variables.
+// captures variables. A spawn still costs several times a Fork2 or Join2
+// (docs/design.md, the fork path): use those for a recursive function's
+// two calls, For and Map for loops, and Spawn for a thread at another
+// priority, a varying number of children, or a handle that outlives the
+// function that made it.
 func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	// Small enough to inline: the handle stays on the caller's stack
 	// unless it escapes there.
