@@ -131,8 +131,8 @@ func (g *Group) Wait(c *Ctx) error {
 func (g *Group) join(c *Ctx, h *Handle[struct{}]) {
 	_, err := Join(c, h)
 	if err != nil && err == c.cancelled() && !h.Done() {
-		c.task.Join(&h.ctx.task)
-		_, err = h.result()
+		c.task.Join(&h.r.ctx.task)
+		_, err = Join(c, h) // done now: the result, whatever the context
 	}
 	if err != nil {
 		g.fail(c, err)

@@ -92,7 +92,7 @@ func part[A any, I iterations[A]](c *Ctx, it I, lo, hi int) (acc A, err error) {
 	}
 	// halves[k] is [mid_k, mid_{k-1}): the last one offered is the next
 	// in index order after this thread's own range.
-	var halves []*Handle[partial[A]]
+	var halves []*record[partial[A]]
 	returned := false
 	defer func() {
 		if !returned {
@@ -126,22 +126,22 @@ func part[A any, I iterations[A]](c *Ctx, it I, lo, hi int) (acc A, err error) {
 
 // offer starts [lo, hi) of a loop as a real thread that another worker can
 // take.
-func offer[A any, I iterations[A]](c *Ctx, it I, lo, hi int) *Handle[partial[A]] {
-	h := &Handle[partial[A]]{}
-	h.f = func(c *Ctx) partial[A] {
+func offer[A any, I iterations[A]](c *Ctx, it I, lo, hi int) *record[partial[A]] {
+	r := &record[partial[A]]{}
+	r.f = func(c *Ctx) partial[A] {
 		acc, err := part(c, it, lo, hi)
 		return partial[A]{acc, err}
 	}
-	h.ctx.task.InitLike(&c.task, (*runner[partial[A]])(h))
-	c.inherit(&h.ctx)
-	c.task.Offer(&h.ctx.task)
-	return h
+	r.ctx.task.InitLike(&c.task, (*runner[partial[A]])(r))
+	c.inherit(&r.ctx)
+	c.task.Offer(&r.ctx.task)
+	return r
 }
 
 // joinPart waits for h, a part offered by c, whatever c's context says,
 // and gives acc combined with h's accumulator; once err is set it only
 // waits, keeping the first error.
-func joinPart[A any, I iterations[A]](c *Ctx, it I, h *Handle[partial[A]], acc A, err error) (_ A, e error) {
+func joinPart[A any, I iterations[A]](c *Ctx, it I, h *record[partial[A]], acc A, err error) (_ A, e error) {
 	c.task.Join(&h.ctx.task)
 	r, e := h.result()
 	switch {

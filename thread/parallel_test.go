@@ -410,6 +410,24 @@ func TestLazyForksDoNotAllocate(t *testing.T) {
 	}
 }
 
+// Spawn and Join reuse the records of the handles they spent: fib(16)
+// through them allocates one closure a spawn (it captures n) and nothing
+// else but what Run itself needs.
+func TestSpawnJoinAllocatesTheClosureOnly(t *testing.T) {
+	rt, p := forRT(t, 1)
+	const n = 16
+	spawnFib := func() {
+		if _, err := thread.Run(rt, p, func(c *thread.Ctx) int { return fib(c, n) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spawnFib() // fills the goroutine's pool of records
+	closures := float64(spawns(n))
+	if got := fewestAllocs(20, spawnFib); got > closures+8 {
+		t.Errorf("Run of fib(%d) through Spawn: %v allocations, want %v closures and Run's own", n, got, closures)
+	}
+}
+
 // one and two are Join2's functions that capture nothing.
 func one(*thread.Ctx) int { return 1 }
 func two(*thread.Ctx) int { return 2 }

@@ -55,6 +55,11 @@ var ErrInvalidHandle = errors.New("fairly: handle of no thread (nil or zero valu
 // or RunContext and a nil context; use context.Background() for none.
 var ErrNilContext = errors.New("fairly: nil context")
 
+// ErrSpent is returned by Join, Wait and WaitContext for a handle of Spawn
+// or Fork that a Join has already returned the result of: the handle is
+// spent, and its thread's record serves another thread now (see Handle).
+var ErrSpent = errors.New("fairly: handle already joined (spent)")
+
 // PanicError is the error a thread's panic turns into. Join and Wait return
 // it (errors.As gets at the value and the stack).
 type PanicError struct {
@@ -146,18 +151,47 @@ func publicOf(e *engine.Runtime) *runtime.Runtime {
 }
 
 // Handle is a thread with a result of type T, a future.
+//
+// A handle of Spawn or Fork is spent once a Join has returned its result:
+// the thread's record then goes back to the joining goroutine, so that its
+// next Spawn allocates nothing, and a later Join, Wait or WaitContext of the
+// handle returns ErrSpent, while Done reports true. Join a spawned thread
+// once; a Join that gives up when its context is done does not spend the
+// handle. Handles of Go and GoContext are never spent.
 type Handle[T any] struct {
-	ctx Ctx // the thread's own context; it holds the runtime's task
+	r   *record[T]
+	gen uint32            // r's generation when the handle was made
+	p   fairness.Priority // the thread's priority
+}
+
+// record is a thread with a result of type T, what a Handle stands for.
+// Spawn reuses the records that Join gave back (pooled ones): a handle
+// names the record and its generation, and use tells a handle whose record
+// moved on (spent) from a live one.
+//
+// use holds the generation in its high 32 bits and, in its low 32, how
+// many calls on handles of the record are under way (pin). A Join that got
+// the result moves the record to the next generation and zero calls, by
+// compare-and-swap, only if it is the one call under way (spend): a call
+// that pins later sees another generation and stops before touching
+// anything else, and a call already under way keeps the record from being
+// reused. So a record is reused only when no other call can read or write
+// it (the engine's part: Task.Recyclable).
+type record[T any] struct {
+	ctx Ctx // first: see ctxOf
 	f   func(*Ctx) T
 	val T
 	err error
 	// unseen is set for a thread started by Detach, or once the thread
 	// panicked: the panic is reported unless a Join or Wait returns it.
 	unseen *unseenPanic
+	use    atomic.Uint64
+	// pooled says the record is Spawn's, which a Join may give back.
+	pooled bool
 }
 
 // unseenPanic is a panic that no Join or Wait has returned yet. It is kept
-// apart from its handle, so that the collector can free the handle and then
+// apart from its record, so that the collector can free the record and then
 // report the panic (Config.OnPanic).
 type unseenPanic struct {
 	detached bool // nobody will ever join: report at once
@@ -174,55 +208,96 @@ func (u *unseenPanic) report() {
 }
 
 // result gives the thread's result to a Join or Wait, marking its panic seen.
-func (h *Handle[T]) result() (T, error) {
-	if h.unseen != nil {
-		h.unseen.seen.Store(true)
+func (r *record[T]) result() (T, error) {
+	if r.unseen != nil {
+		r.unseen.seen.Store(true)
 	}
-	return h.val, h.err
+	return r.val, r.err
 }
 
-// runner is a Handle seen as the engine.Body of its thread, so that the
-// handle itself shows no method of the engine.
-type runner[T any] Handle[T]
+// generation is the record's generation, the gen of its new handles.
+func (r *record[T]) generation() uint32 { return uint32(r.use.Load() >> 32) }
+
+// pin marks a call on h under way, so that its record is not reused
+// meanwhile; it fails, pinning nothing, if h is spent.
+func (h *Handle[T]) pin() bool {
+	if u := h.r.use.Add(1); uint32(u>>32) != h.gen {
+		h.unpin()
+		return false
+	}
+	return true
+}
+
+// unpin ends a call that pin began.
+func (h *Handle[T]) unpin() { h.r.use.Add(^uint64(0)) }
+
+// spend ends a Join that got h's result: when the call is the only one
+// under way and the record may be reused (Spawn's, its panic, if any,
+// not pending, its task never seen by other workers), the record moves to
+// the next generation and goes back to c's goroutine for its next Spawn;
+// else it is only unpinned.
+func (h *Handle[T]) spend(c *Ctx) {
+	r := h.r
+	if r.pooled && r.unseen == nil && r.ctx.task.Recyclable() &&
+		r.use.CompareAndSwap(uint64(h.gen)<<32|1, uint64(h.gen+1)<<32) {
+		var zero T
+		r.val, r.err = zero, nil // let the result go
+		c.task.Recycled().Push(r)
+		return
+	}
+	h.unpin()
+}
+
+// runner is a record seen as the engine.Body of its thread, so that the
+// record itself shows no method of the engine.
+type runner[T any] record[T]
 
 // Run calls the thread's function and keeps the result, turning a panic
 // into a PanicError so the worker carries on.
 func (b *runner[T]) Run(*engine.Task) {
-	h := (*Handle[T])(b)
+	r := (*record[T])(b)
 	returned := false
 	defer func() {
-		if r := recover(); r != nil {
-			pe := &PanicError{Value: r, Stack: debug.Stack()}
-			h.err = pe
-			h.unpanicked(pe)
+		if p := recover(); p != nil {
+			pe := &PanicError{Value: p, Stack: debug.Stack()}
+			r.err = pe
+			r.unpanicked(pe)
 		} else if !returned {
-			h.err = ErrGoexit
+			r.err = ErrGoexit
 		}
 	}()
-	f := h.f
-	h.f = nil // let the closure's captures go as soon as possible
-	h.val = f(&h.ctx)
+	f := r.f
+	r.f = nil // let the closure's captures go as soon as possible
+	r.val = f(&r.ctx)
 	returned = true
 }
 
 // unpanicked arranges for pe to be reported if no Join or Wait returns it:
-// at once for a detached thread, else when the handle is collected.
-func (h *Handle[T]) unpanicked(pe *PanicError) {
-	rt := h.ctx.task.Runtime()
-	if u := h.unseen; u != nil && u.detached {
-		rt.ReportPanic(h.Priority(), pe.Value, pe.Stack)
+// at once for a detached thread, else when the record is collected.
+func (r *record[T]) unpanicked(pe *PanicError) {
+	rt := r.ctx.task.Runtime()
+	p := r.ctx.task.Priority()
+	if u := r.unseen; u != nil && u.detached {
+		rt.ReportPanic(p, pe.Value, pe.Stack)
 		return
 	}
-	u := &unseenPanic{rt: rt, p: h.Priority(), err: pe}
-	h.unseen = u
-	goruntime.AddCleanup(h, (*unseenPanic).report, u)
+	u := &unseenPanic{rt: rt, p: p, err: pe}
+	r.unseen = u
+	goruntime.AddCleanup(r, (*unseenPanic).report, u)
 }
 
 // Priority is the priority the thread runs at.
-func (h *Handle[T]) Priority() fairness.Priority { return h.ctx.task.Priority() }
+func (h *Handle[T]) Priority() fairness.Priority { return h.p }
 
-// Done reports whether the thread has finished.
-func (h *Handle[T]) Done() bool { return h.ctx.task.Done() }
+// Done reports whether the thread has finished; a spent handle's has.
+func (h *Handle[T]) Done() bool {
+	if !h.pin() {
+		return true
+	}
+	done := h.r.ctx.task.Done()
+	h.unpin()
+	return done
+}
 
 // Wait blocks the calling goroutine until the thread has finished and
 // returns its result. It is for ordinary goroutines; threads use Join,
@@ -233,11 +308,21 @@ func (h *Handle[T]) Wait() (T, error) {
 	if h.invalid() {
 		return zero, ErrInvalidHandle
 	}
-	if !h.ctx.task.Done() && engine.InThread() {
+	if !h.pin() {
+		return zero, ErrSpent
+	}
+	defer h.unpin()
+	return h.r.wait()
+}
+
+// wait is Wait for the record itself.
+func (r *record[T]) wait() (T, error) {
+	if !r.ctx.task.Done() && engine.InThread() {
+		var zero T
 		return zero, ErrWaitInThread
 	}
-	h.ctx.task.Wait()
-	return h.result()
+	r.ctx.task.Wait()
+	return r.result()
 }
 
 // WaitContext is Wait that gives up when ctx is done first, returning
@@ -249,56 +334,100 @@ func (h *Handle[T]) WaitContext(ctx context.Context) (T, error) {
 		return zero, ErrInvalidHandle
 	case ctx == nil:
 		return zero, ErrNilContext
-	case !h.ctx.task.Done() && engine.InThread():
+	case !h.pin():
+		return zero, ErrSpent
+	}
+	defer h.unpin()
+	r := h.r
+	if !r.ctx.task.Done() && engine.InThread() {
 		return zero, ErrWaitInThread
 	}
-	if err := h.ctx.task.WaitContext(ctx); err != nil {
+	if err := r.ctx.task.WaitContext(ctx); err != nil {
 		return zero, err
 	}
-	return h.result()
+	return r.result()
 }
 
 // invalid reports a nil or zero handle: no thread, not even a failed one.
-func (h *Handle[T]) invalid() bool {
-	return h == nil || h.ctx.task.Runtime() == nil && h.err == nil
+func (h *Handle[T]) invalid() bool { return h == nil || h.r == nil }
+
+// handled is a record that is not reused (not pooled) and a handle of it,
+// in one allocation.
+type handled[T any] struct {
+	r record[T] // first: the record is where the allocation starts (AddCleanup)
+	h Handle[T]
 }
 
-func newHandle[T any](rt *engine.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
-	h := &Handle[T]{f: f}
+// newRecord makes the record of a thread that runs f at priority p on rt,
+// in one allocation with its handle, which it returns.
+func newRecord[T any](rt *engine.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
+	o := &handled[T]{}
+	o.r.f = f
+	o.h = Handle[T]{r: &o.r, p: p}
 	switch {
 	case f == nil:
-		return h, ErrNilFunction
+		return &o.h, ErrNilFunction
 	case rt == nil:
-		return h, ErrNilRuntime
+		return &o.h, ErrNilRuntime
 	}
-	return h, h.ctx.task.Init(rt, p, (*runner[T])(h))
+	return &o.h, o.r.ctx.task.Init(rt, p, (*runner[T])(&o.r))
 }
 
 // failed gives a handle that is already finished with err.
 func failed[T any](h *Handle[T], err error) *Handle[T] {
-	h.f, h.err = nil, err
-	h.ctx.task.Abandon()
+	h.r.f, h.r.err = nil, err
+	h.r.ctx.task.Abandon()
 	return h
 }
 
 // Spawn starts f as a new thread at priority p, forked by the running
 // thread c, and returns its handle. p may be any priority of the runtime;
 // an unknown one gives a handle whose Join reports the error.
+//
+// A Spawn at c's own priority reuses the record of a thread that a Join on
+// the same goroutine spent (see Handle): with a handle that stays in the
+// function that joins it, a spawn and join allocate nothing but f when it
+// captures variables. A spawn still costs several times a Fork2 or Join2
+// (docs/design.md, the fork path): use those for a recursive function's
+// two calls, For and Map for loops, and Spawn for a thread at another
+// priority, a varying number of children, or a handle that outlives the
+// function that made it.
 func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
-	if f != nil && p == c.Priority() {
-		h := &Handle[T]{f: f}
-		h.ctx.task.InitLike(&c.task, (*runner[T])(h))
-		c.inherit(&h.ctx)
-		c.task.Spawn(&h.ctx.task)
-		return h
+	// Small enough to inline: the handle stays on the caller's stack
+	// unless it escapes there.
+	h := spawn(c, p, f)
+	return &h
+}
+
+// spawn is Spawn's handle. At c's priority, its record is one that a Join
+// of c's goroutine gave back, else a new one.
+func spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
+	if f == nil || p != c.Priority() {
+		h, err := newRecord(c.task.Runtime(), p, f)
+		if err != nil {
+			return *failed(h, err)
+		}
+		c.inherit(&h.r.ctx)
+		c.task.Spawn(&h.r.ctx.task)
+		return *h
 	}
-	h, err := newHandle(c.task.Runtime(), p, f)
-	if err != nil {
-		return failed(h, err)
+	return spawnHere(c, p, f)
+}
+
+// spawnHere is spawn at c's priority p, of a function f that is not nil.
+func spawnHere[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
+	s := c.task.Recycled()
+	r, ok := s.Top().(*record[T])
+	if ok {
+		s.Pop()
+	} else {
+		r = &record[T]{pooled: true}
 	}
-	c.inherit(&h.ctx)
-	c.task.Spawn(&h.ctx.task)
-	return h
+	r.f = f
+	r.ctx.task.Reinit(&c.task, (*runner[T])(r))
+	c.inherit(&r.ctx)
+	c.task.Spawn(&r.ctx.task)
+	return Handle[T]{r: r, gen: r.generation(), p: p}
 }
 
 // Detach starts f as a new thread at priority p, forked by the running
@@ -316,47 +445,68 @@ func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
 			return struct{}{}
 		}
 	}
-	h, err := newHandle(c.task.Runtime(), p, body)
+	h, err := newRecord(c.task.Runtime(), p, body)
 	if err != nil {
 		c.task.Runtime().ReportPanic(p, err, nil)
 		return
 	}
-	h.unseen = &unseenPanic{detached: true}
-	c.inherit(&h.ctx)
-	c.task.Offer(&h.ctx.task)
+	r := h.r
+	r.unseen = &unseenPanic{detached: true}
+	c.inherit(&r.ctx)
+	c.task.Offer(&r.ctx.task)
 }
 
 // Join waits inside thread c for h and returns its result. If h has not
 // started, c runs it itself. It fails with ErrIncompatiblePriorities when
 // h's priority is not ⪰ c's, with a *PanicError when h panicked, and with
 // the error of c's context (see Ctx.Context) when that is done before h
-// finishes; h then goes on, and may be joined again.
+// finishes; h then goes on, and may be joined again. A Join that returns
+// h's result spends a handle of Spawn or Fork: a later Join of it returns
+// ErrSpent (see Handle).
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	var zero T
 	if h.invalid() {
 		return zero, ErrInvalidHandle
 	}
-	switch h.ctx.task.Runtime() {
+	if !h.pin() {
+		return zero, ErrSpent
+	}
+	v, err, done := joinPinned(c, h)
+	if done {
+		h.spend(c)
+	} else {
+		h.unpin()
+	}
+	return v, err
+}
+
+// joinPinned is Join once h is pinned; done says it returns h's result.
+func joinPinned[T any](c *Ctx, h *Handle[T]) (_ T, _ error, done bool) {
+	var zero T
+	r := h.r
+	switch r.ctx.task.Runtime() {
 	case nil: // failed before it could start
-		return h.result()
+		v, err := r.result()
+		return v, err, false
 	case c.task.Runtime():
 	default:
-		return zero, ErrForeignHandle
+		return zero, ErrForeignHandle, false
 	}
-	if &h.ctx == c {
-		return zero, ErrJoinSelf
+	if &r.ctx == c {
+		return zero, ErrJoinSelf, false
 	}
-	if hp, cp := h.Priority(), c.Priority(); hp != cp && !cp.Order().LessEq(cp, hp) {
-		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)
+	if hp, cp := h.p, c.Priority(); hp != cp && !cp.Order().LessEq(cp, hp) {
+		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp), false
 	}
-	if !h.Done() {
+	if !r.ctx.task.Done() {
 		if c.done() == nil {
-			c.task.Join(&h.ctx.task)
-		} else if err := c.task.JoinContext(c.cx.ctx, &h.ctx.task); err != nil {
-			return zero, err
+			c.task.Join(&r.ctx.task)
+		} else if err := c.task.JoinContext(c.cx.ctx, &r.ctx.task); err != nil {
+			return zero, err, false
 		}
 	}
-	return h.result()
+	v, err := r.result()
+	return v, err, true
 }
 
 // Go starts f as a new thread at priority p from an ordinary goroutine.
@@ -370,7 +520,8 @@ func Go[T any](rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle
 // handle that reports ErrNilContext.
 func GoContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	if ctx == nil {
-		return failed(&Handle[T]{}, ErrNilContext)
+		h, _ := newRecord[T](nil, p, nil)
+		return failed(h, ErrNilContext)
 	}
 	return start(ctx, rt, p, f)
 }
@@ -379,7 +530,7 @@ func GoContext[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Prior
 func start[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 	h, err := prepare(ctx, rt, p, f)
 	if err == nil {
-		err = h.ctx.task.Runtime().Submit(&h.ctx.task)
+		err = h.r.ctx.task.Runtime().Submit(&h.r.ctx.task)
 	}
 	if err != nil {
 		return failed(h, err)
@@ -390,9 +541,9 @@ func start[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority,
 // prepare makes the handle of a thread from outside the runtime, with
 // context ctx (nil for none).
 func prepare[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f func(*Ctx) T) (*Handle[T], error) {
-	h, err := newHandle(engine.Of(rt), p, f)
+	h, err := newRecord(engine.Of(rt), p, f)
 	if err == nil && ctx != nil {
-		h.ctx.setContext(ctx)
+		h.r.ctx.setContext(ctx)
 	}
 	return h, err
 }
@@ -443,18 +594,19 @@ func run[T any](ctx context.Context, rt *runtime.Runtime, p fairness.Priority, f
 	if ctx != nil {
 		labels = ctx
 	}
-	ran, err := h.ctx.task.Runtime().RunHere(&h.ctx.task, labels)
+	r := h.r
+	ran, err := r.ctx.task.Runtime().RunHere(&r.ctx.task, labels)
 	if err == nil && !ran {
-		err = h.ctx.task.Runtime().Submit(&h.ctx.task)
+		err = r.ctx.task.Runtime().Submit(&r.ctx.task)
 	}
 	switch {
 	case err != nil:
-		h.ctx.task.Abandon()
+		r.ctx.task.Abandon()
 		return zero, err
 	case !ran:
-		return h.Wait()
+		return r.wait()
 	}
-	return h.result()
+	return r.result()
 }
 
 // Yield is a preemption point: the thread's worker may switch to a more

@@ -1,6 +1,7 @@
 package thread_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -750,5 +751,87 @@ func TestWaitInsideThread(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.NoError(t, res, "%v", p)
+	}
+}
+
+// A Join that returns the result spends a handle of Spawn: a second Join,
+// a Wait and a WaitContext of it fail with ErrSpent, and Done reports
+// true, also once the record serves another thread. A handle of Go is
+// never spent.
+func TestSpentHandle(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) error {
+		h := thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { return 1 })
+		if v, err := thread.Join(c, h); v != 1 || err != nil {
+			return fmt.Errorf("first Join: %d %v", v, err)
+		}
+		// The next spawn of the goroutine reuses h's record.
+		h2 := thread.Fork(c, func(*thread.Ctx) int { return 2 })
+		if _, err := thread.Join(c, h); !errors.Is(err, thread.ErrSpent) {
+			return fmt.Errorf("second Join: %v, want ErrSpent", err)
+		}
+		if !h.Done() {
+			return errors.New("a spent handle is not done")
+		}
+		if v, err := thread.Join(c, h2); v != 2 || err != nil {
+			return fmt.Errorf("Join of the reusing thread: %d %v", v, err)
+		}
+		if _, err := thread.Join(c, h2); !errors.Is(err, thread.ErrSpent) {
+			return fmt.Errorf("second Join of h2: %v, want ErrSpent", err)
+		}
+		if _, err := h.Wait(); !errors.Is(err, thread.ErrSpent) {
+			return fmt.Errorf("Wait: %v, want ErrSpent", err)
+		}
+		if _, err := h.WaitContext(context.Background()); !errors.Is(err, thread.ErrSpent) {
+			return fmt.Errorf("WaitContext: %v, want ErrSpent", err)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, v)
+	g := thread.Go(rt, ps[0], func(*thread.Ctx) int { return 3 })
+	for range 2 {
+		_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+			v, err := thread.Join(c, g)
+			require.NoError(t, err)
+			return v
+		})
+		require.NoError(t, err)
+	}
+}
+
+// Handles that several threads join at once, a misuse for Spawn's: every
+// Join gets the result or ErrSpent, never another thread's result, and
+// each thread runs once; the records are reused meanwhile by the spawning
+// goroutine. A handle given to another thread before its parent joins it
+// may be claimed there, and runs once all the same.
+func TestHandleJoinedTwiceAtOnce(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 2, c)
+	var runs [200]atomic.Int32
+	_, err := thread.Run(rt, ps[0], func(c *thread.Ctx) error {
+		for i := range runs {
+			h := thread.Fork(c, func(*thread.Ctx) int { runs[i].Add(1); return i })
+			other := thread.Spawn(c, c.Priority(), func(c *thread.Ctx) error {
+				v, err := thread.Join(c, h)
+				if err != nil && !errors.Is(err, thread.ErrSpent) || err == nil && v != i {
+					return fmt.Errorf("other Join of %d: %d %v", i, v, err)
+				}
+				return nil
+			})
+			v, err := thread.Join(c, h)
+			if err != nil && !errors.Is(err, thread.ErrSpent) || err == nil && v != i {
+				return fmt.Errorf("Join of %d: %d %v", i, v, err)
+			}
+			if _, err := thread.Join(c, other); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for i := range runs {
+		require.Equal(t, int32(1), runs[i].Load(), "runs of thread %d", i)
 	}
 }

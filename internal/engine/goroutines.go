@@ -67,6 +67,9 @@ type gor struct {
 	lazy   lazyStack
 	priv   Forks
 	frames []frame
+	// recycled are records of joined threads kept for the next spawns
+	// (Recycled).
+	recycled Recycled
 	// wanted says a heartbeat found work wanted and no lazy fork to promote.
 	wanted bool
 	// nextYield is when forks that only counted their polls down offer the
@@ -101,7 +104,7 @@ func (rt *Runtime) newGor() *gor {
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
 	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: policy.NoRank}
-	g.priv.g = g
+	g.priv.init(g)
 	return g
 }
 

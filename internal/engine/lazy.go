@@ -105,6 +105,17 @@ func (s *lazyStack) take(t *Task) bool {
 	return true
 }
 
+// takeAndClaim takes t out of its slot if it is the youngest fork there,
+// and claims it: it reports whether the caller may run t. A slot is left
+// by a take alone, but a thread that was handed t's handle may have
+// claimed t meanwhile, to run it itself, while it was still in its slot.
+func (s *lazyStack) takeAndClaim(t *Task) bool {
+	if s.take(t) {
+		return t.claimWith(stateTaken)
+	}
+	return t.claim()
+}
+
 // drop lowers top past slots that hold nothing left to run.
 func (s *lazyStack) drop() {
 	for s.top > s.floor {
@@ -132,7 +143,9 @@ type Lazy interface {
 //
 // slots[i] is the record of level i: slots[:top] are forks pushed and not
 // yet popped, slots[top:] records free for reuse (nil where none was made
-// yet). Forks are promoted oldest first, from bot up: slots[:bot] were
+// yet). slots is always longer than top (init, Install), so that NextFork
+// reads slots[top] without a length check, which would take it over the
+// inlining budget. Forks are promoted oldest first, from bot up: slots[:bot] were
 // promoted and are nil (the record of a promoted fork belongs to its task
 // now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no
@@ -173,7 +186,9 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	if s.polls--; level < len(s.slots) && s.polls > 0 && g.w.attn.Load()|uint32(g.mode.Load()&modeRevoked) == 0 {
+	// The mode word is read without its method: one inlined call fewer
+	// keeps NextFork within the inlining budget of its callers.
+	if s.polls--; s.polls > 0 && g.w.attn.Load()|g.mode.v.Load()&uint32(modeRevoked) == 0 {
 		free = s.slots[level]
 	}
 	return s, level, free
@@ -181,12 +196,7 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 
 // Free gives the record free at the next level, nil if none; it is
 // NextFork's for the slow path, whatever is due.
-func (s *Forks) Free() Lazy {
-	if s.top < len(s.slots) {
-		return s.slots[s.top]
-	}
-	return nil
-}
+func (s *Forks) Free() Lazy { return s.slots[s.top] }
 
 // Push makes the record at the next level, written by the caller, the
 // youngest fork.
@@ -215,13 +225,19 @@ func (s *Forks) Take(level int) bool {
 }
 
 // Install makes r the record of the next level, for a level that has none
-// or one of other types.
+// or one of other types. It keeps a slot above the level, for the level
+// after the Push.
 func (s *Forks) Install(r Lazy) {
-	if s.top == len(s.slots) {
-		s.slots = append(s.slots, r)
-	} else {
-		s.slots[s.top] = r
+	if s.top+1 == len(s.slots) {
+		s.slots = append(s.slots, nil)
 	}
+	s.slots[s.top] = r
+}
+
+// init prepares the stack of goroutine g.
+func (s *Forks) init(g *gor) {
+	s.g = g
+	s.slots = make([]Lazy, 1)
 }
 
 // Point passes the preemption point of a fork that t just pushed, when
@@ -423,5 +439,43 @@ func (w *worker) takeLazy(h *gor) {
 		if t := (*p)[i].Load(); t != nil && (*p)[i].CompareAndSwap(t, nil) {
 			w.promoted(t)
 		}
+	}
+}
+
+// Recycled keeps, for one goroutine, the records of finished threads that
+// package thread may reuse for the threads it spawns next: a record whose
+// handle was joined costs the next Spawn no allocation. Only the goroutine
+// itself uses it, with plain reads and writes. Records are taken from the
+// top, and a spawn of another type of record finds none there and
+// allocates, so a recursion that spawns and joins one type reuses the
+// records at every level.
+type Recycled struct{ recs []any }
+
+// maxRecycled bounds the records a goroutine keeps: a fork-join recursion
+// needs one a level of its depth, and more would only hold memory.
+const maxRecycled = 64
+
+// Recycled is the pool of records of the goroutine that runs t.
+func (t *Task) Recycled() *Recycled { return &t.g.recycled }
+
+// Top is the record that Pop would take, nil if none.
+func (s *Recycled) Top() any {
+	if n := len(s.recs); n > 0 {
+		return s.recs[n-1]
+	}
+	return nil
+}
+
+// Pop drops the top record, which the caller took from Top.
+func (s *Recycled) Pop() {
+	n := len(s.recs) - 1
+	s.recs[n] = nil
+	s.recs = s.recs[:n]
+}
+
+// Push keeps r for a later spawn, unless maxRecycled are kept already.
+func (s *Recycled) Push(r any) {
+	if len(s.recs) < maxRecycled {
+		s.recs = append(s.recs, r)
 	}
 }

@@ -85,6 +85,7 @@ func (s *Forks) pushRec(r Lazy) int {
 // level (left by a recovered panic) and reports a promoted fork gone.
 func TestForksPopAndTake(t *testing.T) {
 	var s Forks
+	s.init(nil)
 	a, b, c := &lazyRec{}, &lazyRec{}, &lazyRec{}
 	la, lb, lc := s.pushRec(a), s.pushRec(b), s.pushRec(c)
 	if s.Pop(lb) {

@@ -200,7 +200,9 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 		t.point()
 		return false
 	}
-	if child.rank == t.rank && !g.due() && (g.lazy.take(child) || child.claim()) {
+	// take and claim both: a joiner on another goroutine, given the
+	// handle, may have claimed the fork while it was still in g's slot.
+	if child.rank == t.rank && !g.due() && g.lazy.takeAndClaim(child) {
 		// The common case: a lazy fork joined by its parent, most often
 		// never promoted.
 		g.runInline(t, child)
@@ -215,7 +217,7 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if g.lazy.take(child) || child.claim() {
+	if g.lazy.takeAndClaim(child) {
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker

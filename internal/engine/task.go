@@ -80,6 +80,25 @@ func (t *Task) InitLike(parent *Task, body Body) {
 	t.body, t.rt, t.rank = body, parent.rt, parent.rank
 }
 
+// Reinit prepares t, a task that finished as Recyclable says, to run body
+// at the priority of parent, as a new thread.
+// Nothing else can read t meanwhile (see Recyclable), so the words are
+// cleared by plain writes, not atomic ones.
+func (t *Task) Reinit(parent *Task, body Body) {
+	*t = Task{body: body, rt: parent.rt, rank: parent.rank}
+}
+
+// Recyclable reports whether t, a task that is done, finished without
+// other workers ever seeing it: its parent took it out of its lazy slot
+// and ran it inline, it never went into a bank or mailbox, and it was not
+// submitted. Then no part of the engine holds it any more (no bank entry,
+// no lazy slot, no waiter), and the code that owns its memory may reuse it
+// for another thread (Reinit). (A fork claimed in place, joined out of
+// order or by another thread, leaves its slot stale: not recyclable.)
+func (t *Task) Recyclable() bool {
+	return !t.root && t.state.Load() == stateClaimed|stateTaken && t.Done()
+}
+
 // Priority is the priority the task runs at.
 func (t *Task) Priority() fairness.Priority { return t.rt.ranks[t.rank] }
 
@@ -89,20 +108,26 @@ func (t *Task) Runtime() *Runtime { return t.rt }
 // Done reports whether the task has finished.
 func (t *Task) Done() bool { return t.waiters.Load() == doneWaiters }
 
-// The bits of Task.state.
+// The bits of Task.state. stateTaken goes with stateClaimed when the owner
+// of t's lazy slot took t out of it and claimed it (takeAndClaim): then no
+// slot holds t any more (see Recyclable).
 const (
 	stateClaimed uint32 = 1
 	stateShared  uint32 = 2
+	stateTaken   uint32 = 4
 )
 
 // claim takes the right to run t; it succeeds once.
-func (t *Task) claim() bool {
+func (t *Task) claim() bool { return t.claimWith(0) }
+
+// claimWith is claim that also sets bits.
+func (t *Task) claimWith(bits uint32) bool {
 	for {
 		s := t.state.Load()
 		if s&stateClaimed != 0 {
 			return false
 		}
-		if t.state.CompareAndSwap(s, s|stateClaimed) {
+		if t.state.CompareAndSwap(s, s|stateClaimed|bits) {
 			return true
 		}
 	}
