@@ -28,6 +28,9 @@ func promote(int32) bool { return true }
 // threadCPU is not known here.
 func threadCPU(int32) int64 { return -1 }
 
+// spanClock is not known here: worker.charge counts wall time.
+func spanClock() (tid int32, cpu int64) { return 0, -1 }
+
 // threadRunnable is not known here.
 func threadRunnable(int32) bool { return false }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	goruntime "runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -140,6 +141,19 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 // system call per park). Invariants M7 and M8 (PROTOCOLS.md): a demoted
 // thread is still locked to its detached goroutine, and one that cannot be
 // promoted again runs only its own thread.
+//
+// Only while the collector is quiet. Go's stop of the world, which every
+// collection makes twice, waits for each running goroutine to reach a safe
+// point, and a library call with no preemption point reaches one only when
+// it returns: demoted, it returns only when the cores have nothing else to
+// do, and the whole program, the top priority with it, stops meanwhile.
+// Beside a load that allocates (a library call cloning megabytes each
+// time) the collector's longest pause was then tens of milliseconds, and
+// the echo's p99 with it (docs/results.md, "The prompt experiment"). So
+// the ticker demotes only while no collection started within
+// policy.CollectorQuiet, and promotes the demoted threads back as soon as
+// one did; the short time slices, in force while threads compute detached
+// (procs.go), then keep the network poller's wait for a core short.
 
 // detachedList holds the goroutines that compute detached, for demotion.
 type detachedList struct {
@@ -173,12 +187,21 @@ func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
 // counts processor time, not time: a goroutine of cooperative code that
 // the OS has not run since (its core was taken by the very thread that
 // revoked it) is not stuck, and comes back at its next point. Where the
-// processor time is not known, time since the revocation counts.
-func (l *detachedList) demote(now int64) {
+// processor time is not known, time since the revocation counts. While the
+// collector works (collecting) it promotes the demoted threads back
+// instead; one that Linux does not let it promote stays demoted, for
+// settle to pin (M8).
+func (l *detachedList) demote(now int64, collecting bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range l.gors {
 		tid := g.tid.Load()
+		if collecting {
+			if g.demoted && promote(tid) {
+				g.demoted = false
+			}
+			continue
+		}
 		if g.demoted || tid == 0 {
 			continue
 		}
@@ -190,6 +213,39 @@ func (l *detachedList) demote(now int64) {
 			g.demoted = demote(tid)
 		}
 	}
+}
+
+// collector tells whether Go's collector has started a cycle lately: the
+// ticker reads the count of cycles each tick.
+type collector struct {
+	cycles [1]metrics.Sample
+	seen   uint64
+	last   int64 // when the count was last seen to change (-1: never)
+}
+
+func newCollector() collector {
+	c := collector{last: -1}
+	c.cycles[0].Name = "/gc/cycles/total:gc-cycles"
+	c.seen = c.read()
+	return c
+}
+
+// read is the number of cycles the collector has started.
+func (c *collector) read() uint64 {
+	metrics.Read(c.cycles[:])
+	if c.cycles[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return c.cycles[0].Value.Uint64()
+}
+
+// active reports, at now, whether a cycle started within
+// policy.CollectorQuiet (seen at this tick or an earlier one).
+func (c *collector) active(now int64) bool {
+	if n := c.read(); n != c.seen {
+		c.seen, c.last = n, now
+	}
+	return c.last >= 0 && now-c.last < int64(policy.CollectorQuiet)
 }
 
 // settle takes g, revoked and back in the runtime, out of the list, and

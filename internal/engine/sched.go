@@ -141,10 +141,12 @@ func (w *worker) newRound(now int64) {
 			w.lends[r] = w.shares[r] > 0
 			w.used[r] = policy.UsageAtShare(w.shares[r], int64(w.rt.quantum))
 		}
+		w.total = policy.UsageWindow(int64(w.rt.quantum))
 	}
 	w.charge(now)
 	clear(w.borrowed)
 	policy.Decay(w.used, w.roundStart, now, int64(w.rt.quantum))
+	w.total = policy.DecayTotal(w.total, w.roundStart, now, int64(w.rt.quantum))
 	w.roundStart = now
 	for r := range w.banks {
 		if r != w.cur {
@@ -228,7 +230,7 @@ func (w *worker) mayBorrow(top int, now int64) bool {
 	if running && now == 0 {
 		now = w.rt.now()
 	}
-	return policy.MayBorrow(w.used[top], int64(w.rt.quantum), w.shares[top], w.borrowed[top], int64(w.rt.budget), running, w.since, now)
+	return policy.MayBorrow(w.used[top], w.total, w.shares[top], w.borrowed[top], int64(w.rt.budget), running, w.since, now)
 }
 
 // highest is the paper's findHighestPrio with the top-priority cell: the

@@ -66,7 +66,7 @@ func observe(rt *Runtime, w *worker) sim.Observation {
 		Primary: w.primary, Top: w.top, Cur: w.cur, Asleep: w.sleeper.Load() != nil, Beat: w.beat.Load(), NextRound: w.nextRound, NextDeal: w.nextDeal, NextAsk: w.nextAsk,
 		SpreadTo: w.spreadTo, RoundStart: w.roundStart, Asked: w.asked, Woke: w.woke,
 		Attn: w.attn.Load() != 0, MailFlag: w.mailFlag.Load() != 0,
-		Used: append([]int64(nil), w.used...), Borrowed: append([]int64(nil), w.borrowed...),
+		Used: append([]int64(nil), w.used...), Borrowed: append([]int64(nil), w.borrowed...), Total: w.total,
 		Open: append([]bool(nil), w.mopen...),
 	}
 	for r := range w.banks {
@@ -121,6 +121,8 @@ func (b pair) set(w int, st sim.ProbeState) {
 	x.running.Store(int32(st.Cur))
 	copy(x.used, st.Used)
 	copy(x.borrowed, st.Borrowed)
+	x.total = st.Total
+	x.sinceTid = 0 // no processor clock: the engine charges wall time, as the simulator does
 	if st.NextRound != 0 {
 		x.nextRound = st.NextRound
 		x.roundEnd.Store(st.NextRound)
@@ -176,6 +178,7 @@ func scenario(t *testing.T, rng *rand.Rand, procs int) (pair, int64) {
 			st.Used = append(st.Used, rng.Int64N(2*policy.UsageWindow(q)))
 			st.Borrowed = append(st.Borrowed, rng.Int64N(q))
 		}
+		st.Total = policy.UsageWindow(q)/2 + rng.Int64N(policy.UsageWindow(q))
 		b.set(w, st)
 	}
 	return b, now

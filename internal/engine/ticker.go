@@ -50,11 +50,12 @@ type ticker struct {
 	psEnd chan struct{} // closed when adjust has returned
 	fit   psFit         // the ticker's (procs.go)
 	sched *schedSample  // the ticker's
+	gc    collector     // the ticker's (revoke.go, demotion)
 }
 
 func startTicker(rt *Runtime) *ticker {
 	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan int, 1), psEnd: make(chan struct{}),
-		fit: newPsFit(), sched: newSchedSample()}
+		fit: newPsFit(), sched: newSchedSample(), gc: newCollector()}
 	go tk.run(rt)
 	go tk.adjust(rt)
 	return tk
@@ -200,8 +201,8 @@ func (tk *ticker) run(rt *Runtime) {
 				}
 			}
 		}
-		if rt.demote && rt.detBusy.Load() > 0 {
-			rt.detached.demote(now)
+		if collecting := tk.gc.active(now); rt.demote && rt.detBusy.Load() > 0 {
+			rt.detached.demote(now, collecting)
 		}
 		tk.fitPs(rt)
 	}

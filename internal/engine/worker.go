@@ -115,6 +115,9 @@ type core struct {
 	spreadTo   int64   // the worker spreads until then (policy.SpreadAfter; see service)
 	cur        int     // rank being run, as in running
 	since      int64   // when cur started being accounted
+	sinceTid   int32   // the OS thread that read the processor clock at since (0: none)
+	sinceCPU   int64   // its processor time then, in ns (negative: unknown)
+	total      int64   // recent time of this worker, run or not, decayed as used (policy.MayBorrow)
 	borrowed   []int64 // by rank: time run this round above the primary rank
 	used       []int64 // by rank: recent processor time on this worker, decayed at round starts (policy.Decay)
 	roundStart int64   // when the current round began
@@ -266,15 +269,25 @@ func (w *worker) setRunning(r int) {
 	w.running.Store(int32(r))
 }
 
-// charge accounts the time since the last charge to the running rank.
+// charge accounts the time since the last charge to the running rank: the
+// wall time to its statistics, and to its share of the worker (used,
+// borrowed, total) the processor time its OS thread had meanwhile, if the
+// stretch ran on one thread (policy.Charge). Time with no rank running
+// counts in total as it passed.
 func (w *worker) charge(now int64) {
+	d := now - w.since
+	tid, cpu := spanClock()
+	c := d
 	if w.cur >= 0 {
-		d := now - w.since
+		if tid != 0 && tid == w.sinceTid && w.sinceCPU >= 0 && cpu >= 0 {
+			c = policy.Charge(d, cpu-w.sinceCPU)
+		}
 		w.stats.cpu[w.cur].Add(d)
-		w.used[w.cur] += d
+		w.used[w.cur] += c
 		if w.cur > w.primary {
-			w.borrowed[w.cur] += d
+			w.borrowed[w.cur] += c
 		}
 	}
-	w.since = now
+	w.total += c
+	w.since, w.sinceTid, w.sinceCPU = now, tid, cpu
 }

@@ -95,6 +95,24 @@ func UsageWindow(q int64) int64 { return q << UsageShift }
 // before.
 func UsageAtShare(share float64, q int64) int64 { return int64(share * float64(UsageWindow(q))) }
 
+// Charge is what a stretch of wall time wall, in which the worker's OS
+// thread ran for cpu (negative: unknown), costs the rank that ran it: the
+// processor time, at most the wall time. On a machine whose cores are
+// oversubscribed (ordinary goroutines computing beside the workers, other
+// processes) the OS takes the worker's thread off its core now and then,
+// and a stretch charged in wall time costs the rank that happened to run
+// across such a gap many times what it used: the echo beside two ordinary
+// goroutines was charged about three times its processor time and, at a 5 %
+// share, lost the right to borrow (docs/design.md, "Prompt borrowing").
+// The total time a worker had is charged the same way, so that a rank that
+// runs all the time still has all of it.
+func Charge(wall, cpu int64) int64 {
+	if cpu < 0 || cpu > wall {
+		return wall
+	}
+	return cpu
+}
+
 // Decay ages a worker's record of recent processor time by rank, used, at
 // a round start at now, the previous one having been at start (quantum q,
 // all in nanoseconds): each entry keeps 1 - 1/2^UsageShift of itself per
@@ -102,17 +120,29 @@ func UsageAtShare(share float64, q int64) int64 { return int64(share * float64(U
 func Decay(used []int64, start, now, q int64) {
 	n := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q)))
 	for r, x := range used {
-		for k := n; k > 0 && x>>UsageShift > 0; k-- {
-			x -= x >> UsageShift
-		}
-		used[r] = x
+		used[r] = decay(x, n)
 	}
+}
+
+// DecayTotal ages a worker's record of the time it had, total, as Decay
+// ages each rank's.
+func DecayTotal(total, start, now, q int64) int64 {
+	return decay(total, max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q))))
+}
+
+// decay is x aged by n quanta.
+func decay(x, n int64) int64 {
+	for k := n; k > 0 && x>>UsageShift > 0; k-- {
+		x -= x >> UsageShift
+	}
+	return x
 }
 
 // MayBorrow reports whether a rank with share share of the criterion may
 // borrow the round from the primary rank: the processor time it had on the
 // worker lately, used (see Decay; its own rounds, donations and borrowing
-// alike), is below share of UsageWindow(q), and its prompt budget for the
+// alike), is below share of total, the time the worker had lately, whether
+// it ran a thread or not (see Charge), and its prompt budget for the
 // round has time left: borrowed is the time it already ran this round above
 // the primary rank. running says the worker runs it now, since since (at
 // now; all in nanoseconds).
@@ -131,12 +161,13 @@ func Decay(used []int64, start, now, q int64) {
 // faster than rounds began (docs/results.md, "Borrowing while under the
 // share"). The budget, per rank, caps what one round lends where the
 // configuration asks for it.
-func MayBorrow(used, q int64, share float64, borrowed, budget int64, running bool, since, now int64) bool {
+func MayBorrow(used, total int64, share float64, borrowed, budget int64, running bool, since, now int64) bool {
 	if running {
 		used += now - since
+		total += now - since
 		borrowed += now - since
 	}
-	return float64(used) < share*float64(UsageWindow(q)) && borrowed < budget
+	return float64(used) < share*float64(total) && borrowed < budget
 }
 
 // Keep is how many threads a deal of bank r must leave to its sender: the

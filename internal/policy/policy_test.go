@@ -77,14 +77,24 @@ func TestMayBorrow(t *testing.T) {
 	const q = 1_000
 	w := UsageWindow(q)
 	assert.Equal(t, int64(q<<UsageShift), w)
-	assert.True(t, MayBorrow(w/10, q, 0.2, 0, q, false, 0, 10_000), "under its share: not running, so only what was recorded counts")
-	assert.False(t, MayBorrow(w/5, q, 0.2, 0, q, false, 0, 10_000), "at its share")
-	assert.False(t, MayBorrow(w/2, q, 0.2, 0, q, false, 0, 0), "a busy rank that had more than its share")
-	assert.True(t, MayBorrow(w/10, q, 0.2, 0, w, true, 1_000, 1_000+w/20), "the running stretch counts")
-	assert.False(t, MayBorrow(w/10, q, 0.2, 0, w, true, 1_000, 1_000+w/10), "the running stretch takes it to its share")
-	assert.False(t, MayBorrow(0, q, 0.2, 250, 250, false, 0, 0), "a round's budget, when smaller than the round, caps it")
-	assert.False(t, MayBorrow(0, q, 0.2, 200, 250, true, 1_000, 1_050), "the running stretch counts in the budget too")
-	assert.False(t, MayBorrow(0, q, 0, 0, q, false, 0, 0), "no share, no borrowing")
+	assert.True(t, MayBorrow(w/10, w, 0.2, 0, q, false, 0, 10_000), "under its share: not running, so only what was recorded counts")
+	assert.False(t, MayBorrow(w/5, w, 0.2, 0, q, false, 0, 10_000), "at its share")
+	assert.False(t, MayBorrow(w/2, w, 0.2, 0, q, false, 0, 0), "a busy rank that had more than its share")
+	assert.True(t, MayBorrow(w/10, w, 0.2, 0, w, true, 1_000, 1_000+w/20), "the running stretch counts")
+	assert.False(t, MayBorrow(w/10, w, 0.2, 0, w, true, 1_000, 1_000+w/8), "the running stretch takes it to its share")
+	assert.False(t, MayBorrow(0, w, 0.2, 250, 250, false, 0, 0), "a round's budget, when smaller than the round, caps it")
+	assert.False(t, MayBorrow(0, w, 0.2, 200, 250, true, 1_000, 1_050), "the running stretch counts in the budget too")
+	assert.False(t, MayBorrow(0, w, 0, 0, q, false, 0, 0), "no share, no borrowing")
+	// On oversubscribed cores the worker had two thirds of the window: a
+	// rank's share is of that.
+	assert.False(t, MayBorrow(w/7, 2*w/3, 0.2, 0, q, false, 0, 0), "at its share of the time the worker had")
+	assert.True(t, MayBorrow(w/8, 2*w/3, 0.2, 0, q, false, 0, 0), "under it")
+}
+
+func TestCharge(t *testing.T) {
+	assert.Equal(t, int64(30), Charge(100, 30), "the processor time, when the OS took the thread off its core")
+	assert.Equal(t, int64(100), Charge(100, -1), "unknown: the wall time")
+	assert.Equal(t, int64(100), Charge(100, 120), "never more than the wall time (the thread ran other goroutines too)")
 }
 
 func TestUsage(t *testing.T) {

@@ -112,6 +112,15 @@ const (
 	ComputingFraction = 8
 )
 
+// CollectorQuiet is how long after the collector started a cycle the
+// ticker leaves detached threads undemoted (engine's revoke.go,
+// "Demotion"). Beside a load that allocates, 200 ms still let the
+// demotion hold up the stops of the world between cycles; 2 s keeps it
+// off while a program collects at all often, and on for library calls
+// that do not allocate (docs/results.md, "The prompt experiment"). Two
+// values tried, not a sweep.
+const CollectorQuiet = 2 * time.Second
+
 // Prompt borrowing.
 const (
 	// UsageShift sets how far back a worker's record of each rank's

@@ -114,6 +114,7 @@ func (w *vworker) uncharge(d int64) {
 	}
 	w.cpu[w.cur] -= d
 	w.used[w.cur] -= d
+	w.total -= d
 	if w.cur > w.primary {
 		w.borrowed[w.cur] -= d
 	}

@@ -28,6 +28,7 @@ type ProbeState struct {
 	Since    int64   // when Cur started being accounted
 	Used     []int64 // by rank: recent processor time (policy.Decay)
 	Borrowed []int64 // by rank: time run this round above the primary rank
+	Total    int64   // recent time of the worker, run or not (policy.MayBorrow)
 	// NextRound is when its round ends (0 keeps the one NewProbe began).
 	NextRound, NextDeal, NextAsk, SpreadTo int64
 	// LastService is when it last passed through the scheduler.
@@ -44,6 +45,7 @@ type Observation struct {
 	NextRound, NextDeal, NextAsk, SpreadTo, RoundStart int64
 	Asked, Woke, Attn, MailFlag                        bool
 	Used, Borrowed                                     []int64
+	Total                                              int64
 	Banks                                              [][]int // by rank: the depths of its entries, oldest first
 	Mail                                               []mailbox.State
 	Open                                               []bool // by rank: opened by the worker and not closed since
@@ -106,6 +108,7 @@ func (p *Probe) Set(w int, st ProbeState) {
 	v.cur, v.since = st.Cur, st.Since
 	copy(v.used, st.Used)
 	copy(v.borrowed, st.Borrowed)
+	v.total = st.Total
 	if st.NextRound != 0 {
 		v.nextRound = st.NextRound
 	}
@@ -201,7 +204,7 @@ func (p *Probe) Observe(w int) Observation {
 	o := Observation{
 		Primary: v.primary, Top: v.top, Cur: v.cur, Asleep: v.asleep, Beat: v.beat, NextRound: v.nextRound, NextDeal: v.nextDeal, NextAsk: v.nextAsk,
 		SpreadTo: v.spreadTo, RoundStart: v.roundStart, Asked: v.asked, Woke: v.woke, Attn: v.attn, MailFlag: v.mailFlag,
-		Used: append([]int64(nil), v.used...), Borrowed: append([]int64(nil), v.borrowed...),
+		Used: append([]int64(nil), v.used...), Borrowed: append([]int64(nil), v.borrowed...), Total: v.total,
 		Open: append([]bool(nil), v.mopen...),
 	}
 	for r := range v.banks {

@@ -62,6 +62,7 @@ type vworker struct {
 	cur         int
 	since       int64
 	borrowed    []int64 // by rank
+	total       int64   // recent time of the worker, run or not (policy.MayBorrow)
 	used        []int64 // worker.used
 	roundStart  int64   // worker.roundStart
 
@@ -88,6 +89,7 @@ func newWorker(s *sim, id int) *vworker {
 		w.lends[r] = s.crit.ShareByRank(r) > 0
 		w.used[r] = policy.UsageAtShare(s.crit.ShareByRank(r), s.p.Quantum)
 	}
+	w.total = policy.UsageWindow(s.p.Quantum)
 	w.newRound(0)
 	w.schedule() // every worker starts in its loop at 0
 	return w
@@ -199,6 +201,7 @@ func (w *vworker) newRound(now int64) {
 	w.charge(now)
 	clear(w.borrowed)
 	policy.Decay(w.used, w.roundStart, now, w.s.p.Quantum)
+	w.total = policy.DecayTotal(w.total, w.roundStart, now, w.s.p.Quantum)
 	w.roundStart = now
 	for r := range w.banks {
 		if r != w.cur {
@@ -244,7 +247,7 @@ func (w *vworker) choose(cur int) int {
 // mayBorrow says whether rank top may run above the primary one now.
 func (w *vworker) mayBorrow(top int) bool {
 	return w.lends[top] && !w.s.p.NoBorrow &&
-		policy.MayBorrow(w.used[top], w.s.p.Quantum, w.s.crit.ShareByRank(top), w.borrowed[top], w.s.p.Budget, w.cur == top, w.since, w.t)
+		policy.MayBorrow(w.used[top], w.total, w.s.crit.ShareByRank(top), w.borrowed[top], w.s.p.Budget, w.cur == top, w.since, w.t)
 }
 
 // waitingTop is worker.waitingTop: the highest rank of the threads that
@@ -499,14 +502,15 @@ func (w *vworker) setRunning(r int) {
 }
 
 func (w *vworker) charge(now int64) {
+	d := now - w.since
 	if w.cur >= 0 {
-		d := now - w.since
 		w.cpu[w.cur] += d
 		w.used[w.cur] += d
 		if w.cur > w.primary {
 			w.borrowed[w.cur] += d
 		}
 	}
+	w.total += d
 	w.since = now
 }
 
