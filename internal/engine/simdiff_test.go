@@ -415,3 +415,25 @@ func TestSimulatorWatchdogAsEngine(t *testing.T) {
 		b.same(t, what)
 	})
 }
+
+// A stretch in which the worker's OS thread did not run (the OS gave its
+// core to another thread; here it sleeps) costs the rank its processor
+// time, not its wall time, in the record that borrowing reads, and the
+// worker's total the same; Stats still count the wall time.
+func TestChargeIsProcessorTime(t *testing.T) {
+	if _, cpu := spanClock(); cpu < 0 {
+		t.Skip("no per-thread processor clock here")
+	}
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	rt := diffRuntime(t, 1, [3]float64{0.5, 0.25, 0.25}, 1)
+	w := rt.workers[0]
+	w.setRunning(2)
+	used, total := w.used[2], w.total
+	time.Sleep(20 * time.Millisecond) // a stretch off the core
+	w.setRunning(policy.NoRank)
+	wall := w.stats.cpu[2].Load()
+	require.GreaterOrEqual(t, wall, int64(20*time.Millisecond), "Stats count the wall time")
+	require.Less(t, w.used[2]-used, wall/2, "the rank is charged the processor time")
+	require.Equal(t, w.used[2]-used, w.total-total, "the total grows by the same charge")
+}
