@@ -154,25 +154,33 @@ func (c *Config) promptBatchFib() int {
 }
 
 // promptSteps are the experiment's cells: at each processor count the
-// idle echo first, then every load under every criterion; then the
-// controls (promptControlSteps).
+// idle echo first, then every load under every criterion, each load's
+// floor control right after its cells (so that the two see the machine
+// alike); the plain controls come last (promptPlainSteps).
 func (s *suite) promptSteps() []step {
 	var steps []step
 	add := func(name string, run func() (*Record, error)) { steps = append(steps, step{name: name, run: run}) }
+	floor := func(load string, k *kernels.Kernel, p int) {
+		if canIdleThreads && !s.cfg.PromptNoControls {
+			add(fmt.Sprintf("prompt %s %s P=%d", load, controlFloor, p), func() (*Record, error) { return s.promptControl(load, k, p, controlFloor) })
+		}
+	}
 	for _, p := range s.cfg.Procs {
 		add(fmt.Sprintf("prompt idle P=%d", p), func() (*Record, error) { return s.promptIdle(p) })
 		for _, k := range s.cfg.Kernels {
 			for _, c := range s.cfg.promptCriteria() {
 				add(fmt.Sprintf("prompt %s %v P=%d", k.Name, c, p), func() (*Record, error) { return s.promptKernel(k, p, c) })
 			}
+			floor(k.Name, &k, p)
 		}
 		for _, l := range s.cfg.PromptLoads {
 			for _, c := range s.cfg.promptCriteria() {
 				add(fmt.Sprintf("prompt %s %v P=%d", l, c, p), func() (*Record, error) { return s.promptLoad(l, p, c) })
 			}
+			floor(l, nil, p)
 		}
 	}
-	return append(steps, s.promptControlSteps()...)
+	return append(steps, s.promptPlainSteps()...)
 }
 
 // promptScriptFor bounds a cell's replay: far longer than a cell lasts, and

@@ -49,13 +49,15 @@ const (
 	controlFloor = "floor"
 )
 
-// promptControlSteps are the controls' steps, marked as baselines so that
-// they run after every fairly step (plan). Floors come first and the plain
-// runs of kernels that start a goroutine at every call (fib, uts) last:
-// Go keeps the record of every goroutine it ever had at once, and every
-// later collection in the process walks them all, so the runs after them
-// would be measured in a heavier process (plan, on the baselines).
-func (s *suite) promptControlSteps() []step {
+// promptPlainSteps are the plain controls' steps, marked as baselines so
+// that they run after every fairly step (plan), the plain runs of kernels
+// that start a goroutine at every call (fib, uts) last of all: Go keeps
+// the record of every goroutine it ever had at once, and every later
+// collection in the process walks them all, so the runs after them would
+// be measured in a heavier process (plan, on the baselines). The floors
+// start no more goroutines than the fairly cells and run beside them
+// (promptSteps).
+func (s *suite) promptPlainSteps() []step {
 	if s.cfg.PromptNoControls {
 		return nil
 	}
@@ -63,29 +65,22 @@ func (s *suite) promptControlSteps() []step {
 		load string
 		k    *kernels.Kernel // nil for a load of PromptLoads
 	}
-	var all []control
+	var coarse, fine []control
 	for _, k := range s.cfg.Kernels {
-		all = append(all, control{load: k.Name, k: &k})
-	}
-	for _, l := range s.cfg.PromptLoads {
-		all = append(all, control{load: l})
-	}
-	var steps []step
-	add := func(c control, procs int, which string) {
-		steps = append(steps, step{name: fmt.Sprintf("prompt %s %s P=%d", c.load, which, procs), baseline: true,
-			run: func() (*Record, error) { return s.promptControl(c.load, c.k, procs, which) }})
-	}
-	if canIdleThreads {
-		for _, c := range all {
-			for _, p := range s.cfg.Procs {
-				add(c, p, controlFloor)
-			}
+		if k.GoroutinesFine {
+			fine = append(fine, control{k.Name, &k})
+		} else {
+			coarse = append(coarse, control{k.Name, &k})
 		}
 	}
-	fine := func(c control) bool { return c.k != nil && c.k.GoroutinesFine }
-	for _, c := range slices.Concat(slices.DeleteFunc(slices.Clone(all), fine), slices.DeleteFunc(slices.Clone(all), func(c control) bool { return !fine(c) })) {
+	for _, l := range s.cfg.PromptLoads {
+		coarse = append(coarse, control{load: l})
+	}
+	var steps []step
+	for _, c := range slices.Concat(coarse, fine) {
 		for _, p := range s.cfg.Procs {
-			add(c, p, controlPlain)
+			steps = append(steps, step{name: fmt.Sprintf("prompt %s %s P=%d", c.load, controlPlain, p), baseline: true,
+				run: func() (*Record, error) { return s.promptControl(c.load, c.k, p, controlPlain) }})
 		}
 	}
 	return steps

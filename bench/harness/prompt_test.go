@@ -31,11 +31,23 @@ func TestPrompt(t *testing.T) {
 	if canIdleThreads {
 		controls *= 2 // and floor
 	}
-	require.Len(t, res.Records, 1+3*2+controls, "the idle echo, then each load under each criterion, then the controls")
+	require.Len(t, res.Records, 1+3*2+controls, "the idle echo, each load under each criterion, and the controls")
 	idle := res.Records[0]
 	assert.Equal(t, kindPromptIdle, idle.Kind)
 	require.NotNil(t, idle.PromptSummary)
-	for _, rec := range res.Records[1+3*2:] {
+	var cells, ctls []*Record
+	for _, rec := range res.Records[1:] {
+		if rec.Kind == kindPromptControl {
+			ctls = append(ctls, rec)
+		} else {
+			cells = append(cells, rec)
+		}
+	}
+	require.Len(t, ctls, controls)
+	for _, rec := range res.Records[len(res.Records)-3:] {
+		assert.Equal(t, controlPlain, rec.PromptSummary.Control, "the plain controls run last")
+	}
+	for _, rec := range ctls {
 		what := rec.Kernel + " control"
 		assert.Equal(t, kindPromptControl, rec.Kind, what)
 		require.NotNil(t, rec.PromptSummary, what)
@@ -51,7 +63,7 @@ func TestPrompt(t *testing.T) {
 		assert.Same(t, sum, promptControlOf(res, rec.Kernel, 1, sum.Control), what)
 	}
 	assert.Equal(t, 16, res.find(Record{Kind: kindPromptControl, Kernel: "fib"}).Size, "at PromptSizes")
-	for _, rec := range res.Records[1 : 1+3*2] {
+	for _, rec := range cells {
 		what := rec.Kernel + " " + rec.Criterion
 		assert.Equal(t, kindPrompt, rec.Kind, what)
 		require.NotNil(t, rec.PromptSummary, what)
@@ -112,7 +124,10 @@ func TestPrompt(t *testing.T) {
 
 	c := cfg
 	c.PromptNoControls = true
-	assert.Empty(t, (&suite{cfg: &c}).promptControlSteps(), "PromptNoControls")
+	for _, st := range (&suite{cfg: &c}).promptSteps() {
+		assert.NotContains(t, st.name, "plain", "PromptNoControls")
+		assert.NotContains(t, st.name, "floor", "PromptNoControls")
+	}
 }
 
 // TestPromptVerdict checks the rule a fairly cell is judged by: at most
