@@ -56,9 +56,8 @@ const (
 // waits with it for its demoted thread to get a core. The one idle P is
 // then often taken when the network poller returns with the echo's
 // goroutines, which wait on the global run queue for the next scheduling
-// point, up to Go's 10 ms preemption. Beside batch+2go the floor's p99
-// was 6.6–35 ms with one spare P, and mostly 0.2–4 ms with three or four
-// (bench/README.md); idle Ps cost nothing.
+// point, up to Go's 10 ms preemption. Four spare Ps gave a lower floor
+// than one beside batch+2go (docs/results.md); idle Ps cost nothing.
 const floorSpareProcs = 4
 
 // promptPlainSteps are the plain controls' steps, marked as baselines so
