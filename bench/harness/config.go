@@ -177,6 +177,10 @@ type Config struct {
 	// measures at least (0: DefaultPromptRequests).
 	PromptRate     float64
 	PromptRequests int
+	// PromptNoControls leaves out the prompt experiment's plain-Go
+	// controls, plain and floor at each load and processor count
+	// (prompt_controls.go), which run by default.
+	PromptNoControls bool
 	// HTTP sets the load of the http experiment.
 	HTTP HTTPConfig
 	// EchoGrace is how long a driver waits for the echoes of its last

@@ -106,6 +106,9 @@ type PromptSummary struct {
 	// collector's in the measured span: changes of GOMAXPROCS, the only
 	// other cause in a run of the harness (Collector.OtherPauses).
 	GOMAXPROCSChanges uint64 `json:"gomaxprocs_changes"`
+	// Control names a control's record (kind prompt_control): "plain" or
+	// "floor" (prompt_controls.go); empty in a fairly cell's.
+	Control string `json:"control,omitempty"`
 }
 
 // promptRate and promptRequests are the experiment's settings or their
@@ -151,24 +154,33 @@ func (c *Config) promptBatchFib() int {
 }
 
 // promptSteps are the experiment's cells: at each processor count the
-// idle echo first, then every load under every criterion.
+// idle echo first, then every load under every criterion, each load's
+// floor control right after its cells (so that the two see the machine
+// alike); the plain controls come last (promptPlainSteps).
 func (s *suite) promptSteps() []step {
 	var steps []step
 	add := func(name string, run func() (*Record, error)) { steps = append(steps, step{name: name, run: run}) }
+	floor := func(load string, k *kernels.Kernel, p int) {
+		if canIdleThreads && !s.cfg.PromptNoControls {
+			add(fmt.Sprintf("prompt %s %s P=%d", load, controlFloor, p), func() (*Record, error) { return s.promptControl(load, k, p, controlFloor) })
+		}
+	}
 	for _, p := range s.cfg.Procs {
 		add(fmt.Sprintf("prompt idle P=%d", p), func() (*Record, error) { return s.promptIdle(p) })
 		for _, k := range s.cfg.Kernels {
 			for _, c := range s.cfg.promptCriteria() {
 				add(fmt.Sprintf("prompt %s %v P=%d", k.Name, c, p), func() (*Record, error) { return s.promptKernel(k, p, c) })
 			}
+			floor(k.Name, &k, p)
 		}
 		for _, l := range s.cfg.PromptLoads {
 			for _, c := range s.cfg.promptCriteria() {
 				add(fmt.Sprintf("prompt %s %v P=%d", l, c, p), func() (*Record, error) { return s.promptLoad(l, p, c) })
 			}
+			floor(l, nil, p)
 		}
 	}
-	return steps
+	return append(steps, s.promptPlainSteps()...)
 }
 
 // promptScriptFor bounds a cell's replay: far longer than a cell lasts, and
@@ -231,13 +243,8 @@ func (s *suite) promptIdle(procs int) (*Record, error) {
 // the echo has answered the cell's requests, and its last run's result is
 // checked once the echo has ended.
 func (s *suite) promptKernel(k kernels.Kernel, procs int, c Criterion) (*Record, error) {
-	n := s.cfg.PromptSize(k)
-	if s.prompt.kernel != k.Name || s.prompt.size != n {
-		s.prompt.inst = nil // one input alive at a time
-		s.prompt.inst, s.prompt.kernel, s.prompt.size = k.New(n), k.Name, n
-	}
-	inst := s.prompt.inst
-	rec := &Record{Kind: kindPrompt, Kernel: k.Name, Size: n, Procs: procs, Criterion: c.String()}
+	inst := s.promptInstance(k)
+	rec := &Record{Kind: kindPrompt, Kernel: k.Name, Size: s.cfg.PromptSize(k), Procs: procs, Criterion: c.String()}
 	err := s.promptCell(rec, procs, c, func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error {
 		// One span for the whole loop: between two runs the harness only
 		// notes the time (room made in advance) and reads a counter.
@@ -261,25 +268,55 @@ func (s *suite) promptKernel(k kernels.Kernel, procs int, c Criterion) (*Record,
 	return rec, err
 }
 
+// promptInstance is the input of kernel k at its size in the experiment,
+// made once for the cells that run it one after another; one input is
+// alive at a time.
+func (s *suite) promptInstance(k kernels.Kernel) kernels.Instance {
+	n := s.cfg.PromptSize(k)
+	if s.prompt.kernel != k.Name || s.prompt.size != n {
+		s.prompt.inst = nil // let the last one go before making the next
+		s.prompt.inst, s.prompt.kernel, s.prompt.size = k.New(n), k.Name, n
+	}
+	return s.prompt.inst
+}
+
+// promptAllocInput is the alloc load's input, made before the echo starts.
+func promptAllocInput() []byte {
+	return bytes.Repeat([]byte("fairly prompt "), promptAllocMiB<<20/14)
+}
+
+// allocLoop is a goroutine or thread of the alloc load: a library call
+// with no preemption point that allocates, a fresh copy of in hashed,
+// until stop.
+func allocLoop(stop *atomic.Bool, in []byte) {
+	for !stop.Load() {
+		sha256.Sum256(bytes.Clone(in))
+	}
+}
+
+// hashLoop is an ordinary goroutine of batch+1go and batch+2go: SHA-256
+// in a loop until stop, with no preemption point but Go's own.
+func hashLoop(stop *atomic.Bool) {
+	buf := make([]byte, 64<<10)
+	for !stop.Load() {
+		buf[0] = sha256.Sum256(buf)[0]
+	}
+}
+
 // promptLoad is a cell of one of PromptLoads.
 func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error) {
 	rec := &Record{Kind: kindPrompt, Kernel: load, Procs: procs, Criterion: c.String()}
 	var stop atomic.Bool
-	var in []byte // alloc's input, made before the echo starts
+	var in []byte
 	if load == "alloc" {
-		in = bytes.Repeat([]byte("fairly prompt "), promptAllocMiB<<20/14)
+		in = promptAllocInput()
 	}
 	err := s.promptCell(rec, procs, c, func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error {
 		var hs []*thread.Handle[error]
 		var wg sync.WaitGroup
 		if load == "alloc" {
 			for range procs {
-				hs = append(hs, thread.Go(rt, lo, func(*thread.Ctx) error {
-					for !stop.Load() {
-						sha256.Sum256(bytes.Clone(in)) // a fresh slice every call
-					}
-					return nil
-				}))
+				hs = append(hs, thread.Go(rt, lo, func(*thread.Ctx) error { allocLoop(&stop, in); return nil }))
 			}
 		} else {
 			rec.Size = s.cfg.promptBatchFib()
@@ -291,12 +328,7 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 				return fib.Check()
 			}))
 			for range promptGoroutines(load) {
-				wg.Go(func() {
-					buf := make([]byte, 64<<10)
-					for !stop.Load() {
-						buf[0] = sha256.Sum256(buf)[0]
-					}
-				})
+				wg.Go(func() { hashLoop(&stop) })
 			}
 		}
 		_ = rec.measure(func() error { s.cfg.waitEnough(srv, from); return nil })
@@ -364,6 +396,16 @@ type promptState struct {
 	idleP99 map[int]float64 // by procs
 }
 
+// promptSections are the experiment's tables: every cell, and the cells
+// beside the controls when they ran.
+func promptSections(res *Results) []Section {
+	out := []Section{promptTable(res)}
+	if v := promptVersusTable(res); v != nil {
+		out = append(out, *v)
+	}
+	return out
+}
+
 // promptTable is the experiment's table: one row per cell.
 func promptTable(res *Results) Section {
 	t := table{head: []string{"load", "P", "criterion", "requests", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "idle p99 (ms)", "p99 ÷ idle",
@@ -371,7 +413,7 @@ func promptTable(res *Results) Section {
 	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
 	for _, rec := range res.Records {
 		sum := rec.PromptSummary
-		if sum == nil || (rec.Kind != kindPrompt && rec.Kind != kindPromptIdle) {
+		if sum == nil || (rec.Kind != kindPrompt && rec.Kind != kindPromptIdle && rec.Kind != kindPromptControl) {
 			continue
 		}
 		ratio, idle := "—", "—"
@@ -382,8 +424,11 @@ func promptTable(res *Results) Section {
 			idle = f(sum.IdleP99)
 		}
 		crit := rec.Criterion
-		if rec.Kind == kindPromptIdle {
+		switch rec.Kind {
+		case kindPromptIdle:
 			crit = "—"
+		case kindPromptControl:
+			crit = sum.Control + " Go"
 		}
 		ph := rec.PhaseRequests
 		t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, fmt.Sprint(sum.Requests), f(sum.P50), f(sum.P99), f(sum.P999), f(sum.Max), idle, ratio,
@@ -400,6 +445,7 @@ func promptTable(res *Results) Section {
 			"Only requests sent while the load ran count (the last column: requests sent before the load started, while it ran, and after; no check of a result runs meanwhile). "+
 			"The parts are each part's p99: delivery (the driver's write to the server's read), fairly (the read to the echo's thread running again), reply (the write to the driver's read). "+
 			"GC and GOMAXPROCS columns are read from runtime/metrics over the measured span; GOMAXPROCS changes are the stop-the-world pauses other than the collector's. "+
+			"Rows of criterion plain Go and floor Go are the controls, without fairly (next table). "+
 			"Goals: p99 ≤ 1 ms and ≤ 2× idle, fairly's part ≤ 0.2 ms.", res.PromptRate, promptConns, promptAllocMiB, batchFib(res)),
 		Table: t.String(),
 		Chart: "prompt.png",
@@ -418,7 +464,8 @@ func batchFib(res *Results) string {
 }
 
 // drawPrompt plots each cell's p99 on a logarithmic axis, one series per
-// criterion and P, the idle echo's as its own, with the 1 ms goal.
+// criterion and P, the idle echo's as its own and the floor control's as
+// one per P, with the 1 ms goal.
 func drawPrompt(res *Results, path string) error {
 	var loads []string
 	for _, rec := range res.Records {
@@ -439,8 +486,14 @@ func drawPrompt(res *Results, path string) error {
 			keys = append(keys, key{rec.Procs, rec.Criterion})
 		}
 	}
+	var floors []int // the procs the floor ran at
+	for _, rec := range res.Records {
+		if s := rec.PromptSummary; rec.Kind == kindPromptControl && s != nil && s.Control == controlFloor && !slices.Contains(floors, rec.Procs) {
+			floors = append(floors, rec.Procs)
+		}
+	}
 	ys := []float64{1}
-	series := len(keys) + 1
+	series := len(keys) + 1 + len(floors)
 	step := 0.7 / float64(series)
 	offset := func(i int) float64 { return step * (float64(i) - float64(series-1)/2) }
 	var idle spreadPoints
@@ -462,6 +515,20 @@ func drawPrompt(res *Results, path string) error {
 			}
 		}
 		if err := pts.draw(p, i+1, fmt.Sprintf("criterion %s, P=%d", k.crit, k.procs)); err != nil {
+			return err
+		}
+	}
+	for i, procs := range floors {
+		var pts spreadPoints
+		for _, rec := range res.Records {
+			if s := rec.PromptSummary; rec.Kind == kindPromptControl && s != nil && s.Requests > 0 && s.Control == controlFloor && rec.Procs == procs {
+				if x := slices.Index(names, rec.Kernel); x >= 0 {
+					pts.add(float64(x)+offset(1+len(keys)+i), lg(s.P99), lg(s.P50), lg(s.P999))
+					ys = append(ys, s.P50, s.P999)
+				}
+			}
+		}
+		if err := pts.draw(p, 1+len(keys)+i, fmt.Sprintf("plain Go tuned by hand (floor), P=%d", procs)); err != nil {
 			return err
 		}
 	}

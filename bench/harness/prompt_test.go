@@ -27,11 +27,43 @@ func TestPrompt(t *testing.T) {
 	assert.Equal(t, 500.0, res.PromptRate)
 	assert.Equal(t, 40, res.PromptRequests)
 
-	require.Len(t, res.Records, 1+3*2, "the idle echo, then each load under each criterion")
+	controls := 3 // plain for each load
+	if canIdleThreads {
+		controls *= 2 // and floor
+	}
+	require.Len(t, res.Records, 1+3*2+controls, "the idle echo, each load under each criterion, and the controls")
 	idle := res.Records[0]
 	assert.Equal(t, kindPromptIdle, idle.Kind)
 	require.NotNil(t, idle.PromptSummary)
+	var cells, ctls []*Record
 	for _, rec := range res.Records[1:] {
+		if rec.Kind == kindPromptControl {
+			ctls = append(ctls, rec)
+		} else {
+			cells = append(cells, rec)
+		}
+	}
+	require.Len(t, ctls, controls)
+	for _, rec := range res.Records[len(res.Records)-3:] {
+		assert.Equal(t, controlPlain, rec.PromptSummary.Control, "the plain controls run last")
+	}
+	for _, rec := range ctls {
+		what := rec.Kernel + " control"
+		assert.Equal(t, kindPromptControl, rec.Kind, what)
+		require.NotNil(t, rec.PromptSummary, what)
+		sum := rec.PromptSummary
+		assert.Contains(t, []string{controlPlain, controlFloor}, sum.Control, what)
+		assert.Equal(t, rec.Kernel, sum.Load, what)
+		assert.Empty(t, rec.Criterion, what)
+		assert.GreaterOrEqual(t, sum.Requests, cfg.PromptRequests, what)
+		assert.Equal(t, rec.PhaseRequests[phaseMeasured], sum.Requests+sum.Lost, what)
+		assert.LessOrEqual(t, sum.P50, sum.P99, what)
+		assert.LessOrEqual(t, sum.P999, sum.Max, what)
+		assert.NotNil(t, rec.Collector, what)
+		assert.Same(t, sum, promptControlOf(res, rec.Kernel, 1, sum.Control), what)
+	}
+	assert.Equal(t, 16, res.find(Record{Kind: kindPromptControl, Kernel: "fib"}).Size, "at PromptSizes")
+	for _, rec := range cells {
 		what := rec.Kernel + " " + rec.Criterion
 		assert.Equal(t, kindPrompt, rec.Kind, what)
 		require.NotNil(t, rec.PromptSummary, what)
@@ -58,23 +90,69 @@ func TestPrompt(t *testing.T) {
 	require.NoError(t, err)
 	var raw struct{ Records []map[string]any }
 	require.NoError(t, json.Unmarshal(data, &raw))
-	n := 0
+	n, nc := 0, 0
 	for _, r := range raw.Records {
-		if r["kind"] != kindPrompt {
-			continue
-		}
-		n++
-		for _, f := range []string{"kernel", "load", "procs", "criterion", "requests", "p50_ms", "p99_ms", "p999_ms", "max_ms", "idle_p99_ms", "ratio",
-			"delivery_p99_ms", "fairly_p99_ms", "reply_p99_ms", "gc_cycles", "gc_max_pause_ms", "gomaxprocs_changes", "phase_requests"} {
-			assert.Contains(t, r, f)
+		switch r["kind"] {
+		case kindPrompt:
+			n++
+			for _, f := range []string{"kernel", "load", "procs", "criterion", "requests", "p50_ms", "p99_ms", "p999_ms", "max_ms", "idle_p99_ms", "ratio",
+				"delivery_p99_ms", "fairly_p99_ms", "reply_p99_ms", "gc_cycles", "gc_max_pause_ms", "gomaxprocs_changes", "phase_requests"} {
+				assert.Contains(t, r, f)
+			}
+			assert.NotContains(t, r, "control")
+		case kindPromptControl:
+			nc++
+			for _, f := range []string{"load", "procs", "control", "requests", "p50_ms", "p99_ms", "p999_ms", "max_ms", "delivery_p99_ms"} {
+				assert.Contains(t, r, f)
+			}
 		}
 	}
 	assert.Equal(t, 6, n)
+	assert.Equal(t, controls, nc)
 
 	tbs := tables(Markdown(res))
-	require.Len(t, tbs, 1)
+	require.Len(t, tbs, 2, "the cells, and the cells beside the controls")
 	assert.Equal(t, "p99 ÷ idle", tbs[0][0][9])
-	assert.Len(t, tbs[0][2:], 7)
+	assert.Len(t, tbs[0][2:], 1+6+controls)
+	vs := tbs[1]
+	assert.Equal(t, []string{"load", "P", "plain p99 (ms)", "floor p99 (ms)", "bound (ms)", "100-0-0 p99 (ms)", "50-25-25 p99 (ms)", "cells passed"}, vs[0])
+	require.Len(t, vs[2:], 3, "a row per load and P")
+	for _, row := range vs[2:] {
+		assert.NotEqual(t, "—", row[2], "plain ran at %s", row[0])
+		assert.Regexp(t, `^\d+/2$`, row[7])
+	}
+
+	c := cfg
+	c.PromptNoControls = true
+	for _, st := range (&suite{cfg: &c}).promptSteps() {
+		assert.NotContains(t, st.name, "plain", "PromptNoControls")
+		assert.NotContains(t, st.name, "floor", "PromptNoControls")
+	}
+}
+
+// TestPromptVerdict checks the rule a fairly cell is judged by: at most
+// max(1 ms, the floor's p99), and never above the plain control's p99.
+func TestPromptVerdict(t *testing.T) {
+	plain := &PromptSummary{Requests: 2000, P99: 30}
+	floor := &PromptSummary{Requests: 2000, P99: 4}
+	for _, c := range []struct {
+		p99          float64
+		plain, floor *PromptSummary
+		why          []string
+	}{
+		{0.8, plain, floor, nil},
+		{3.9, plain, floor, nil},
+		{5, plain, floor, []string{"bound"}},
+		{0.9, nil, nil, nil},
+		{1.1, nil, nil, []string{"bound"}},
+		{0.9, &PromptSummary{Requests: 2000, P99: 0.5}, floor, []string{"plain"}},
+		{40, plain, floor, []string{"bound", "plain"}},
+		{3, plain, &PromptSummary{}, []string{"bound"}}, // a floor without requests sets no bound
+	} {
+		ok, why := promptVerdict(c.p99, c.plain, c.floor)
+		assert.Equal(t, c.why, why, "p99 %v", c.p99)
+		assert.Equal(t, len(c.why) == 0, ok, "p99 %v", c.p99)
+	}
 }
 
 // TestPromptConfig checks the experiment's settings and their errors.

@@ -74,7 +74,6 @@ func Sections(res *Results) []Section {
 	build := map[string]func(*Results) Section{
 		"table1": table1, "table2": table2, "table3": table3, "table4": table4,
 		"table5": table5, "fig8": fig8, "fig9": fig9, "stall": stallTable, "http": httpTable, "collector": collectorTable,
-		"prompt": promptTable,
 	}
 	var out []Section
 	for _, name := range slices.Concat(Experiments, OptionalExperiments) {
@@ -84,6 +83,12 @@ func Sections(res *Results) []Section {
 		switch name {
 		case "sim": // several sections
 			out = append(out, simSections(res)...)
+			continue
+		case "prompt":
+			for _, s := range promptSections(res) {
+				s.Name = name
+				out = append(out, s)
+			}
 			continue
 		}
 		s := build[name](res)

@@ -159,7 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 		fmt.Fprintf(fs.Output(), "usage: fairbench [flags]\n\nRuns fairly's benchmark suite and writes a report.\n"+
 			"Kernels: %s. Experiments: %s (all); optional: %s.\n"+
 			"The prompt experiment (-experiments prompt) runs the echo beside every kernel of -kernels at its default size and the loads %s\n"+
-			"(also named in -kernels; all: every kernel and load), under the criteria 100-0-0, 50-0-50, 50-25-25, 5-45-50 (or -criteria when given).\n\n",
+			"(also named in -kernels; all: every kernel and load), under the criteria 100-0-0, 50-0-50, 50-25-25, 5-45-50 (or -criteria when given),\n"+
+			"and each load and P once on plain Go and once on plain Go tuned by hand (-prompt-controls=false leaves them out).\n\n",
 			strings.Join(names, ", "), strings.Join(harness.Experiments, ", "),
 			strings.Join(harness.OptionalExperiments, ", "), strings.Join(harness.PromptLoads, ", "))
 		fs.PrintDefaults()
@@ -184,6 +185,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
 	promptRate := fs.Float64("prompt-rate", harness.DefaultPromptRate, fmt.Sprintf("echo requests per second of the prompt experiment, above 0 and at most %d", harness.MaxEchoRate))
+	promptControls := fs.Bool("prompt-controls", true, "run the prompt experiment's plain-Go controls (plain, and floor: tuned by hand) at each load and P")
 	promptRequests := fs.Int("prompt-requests", harness.DefaultPromptRequests, "requests each cell of the prompt experiment measures at least, 1 to 1000000")
 	httpRate := fs.Float64("http-rate", 200, fmt.Sprintf("requests per second of the http experiment, above 0 and at most %d", harness.MaxEchoRate))
 	httpFor := fs.Duration("http-for", 5*time.Second, "length of each run of the http experiment")
@@ -211,7 +213,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, SimSeed: *simSeed, SimWork: *simWork, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
 		HTTP:       harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB},
-		PromptRate: *promptRate, PromptRequests: *promptRequests}
+		PromptRate: *promptRate, PromptRequests: *promptRequests, PromptNoControls: !*promptControls}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
 		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"
@@ -398,8 +400,12 @@ func header(args []string, cfg *harness.Config, loadBefore, loadAfter string) st
 		for _, k := range cfg.Kernels {
 			ps = append(ps, fmt.Sprintf("%s %s=%d", k.Name, k.Unit, cfg.PromptSize(k)))
 		}
-		fmt.Fprintf(&b, "Prompt experiment: sizes %s; loads %s; %g requests/s, at least %d a cell  \n",
-			strings.Join(ps, ", "), strings.Join(cfg.PromptLoads, ", "), cfg.PromptRate, cfg.PromptRequests)
+		controls := "with the plain-Go controls"
+		if cfg.PromptNoControls {
+			controls = "without the plain-Go controls"
+		}
+		fmt.Fprintf(&b, "Prompt experiment: sizes %s; loads %s; %g requests/s, at least %d a cell; %s  \n",
+			strings.Join(ps, ", "), strings.Join(cfg.PromptLoads, ", "), cfg.PromptRate, cfg.PromptRequests, controls)
 	}
 	fmt.Fprintf(&b, "Repetitions: %d; echo: %g requests/s from a separate driver process  \n", cfg.Reps, cfg.EchoRate)
 	b.WriteString("P is the number of fairly workers, or the GOMAXPROCS of plain goroutines " +

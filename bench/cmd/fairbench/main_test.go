@@ -161,8 +161,10 @@ func TestPromptFlags(t *testing.T) {
 	assert.Equal(t, []int{2}, cfg.Procs)
 	assert.Equal(t, float64(harness.DefaultPromptRate), cfg.PromptRate)
 	assert.Equal(t, harness.DefaultPromptRequests, cfg.PromptRequests)
+	assert.False(t, cfg.PromptNoControls, "the controls run by default")
 
-	cfg, _, _, err = parseFlags([]string{"-experiments", "prompt", "-criteria", "50-0-50", "-size", "bfs=1000", "-prompt-rate", "300", "-prompt-requests", "5000"}, &errOut)
+	cfg, _, _, err = parseFlags([]string{"-experiments", "prompt", "-criteria", "50-0-50", "-size", "bfs=1000", "-prompt-rate", "300", "-prompt-requests", "5000",
+		"-prompt-controls=false"}, &errOut)
 	require.NoError(t, err)
 	assert.Equal(t, []harness.Criterion{{50, 0, 50}}, cfg.PromptCriteria)
 	assert.Equal(t, 1000, cfg.PromptSizes["bfs"])
@@ -170,4 +172,9 @@ func TestPromptFlags(t *testing.T) {
 	assert.Len(t, cfg.Kernels, len(kernels.All()))
 	assert.Equal(t, 300.0, cfg.PromptRate)
 	assert.Equal(t, 5000, cfg.PromptRequests)
+	assert.True(t, cfg.PromptNoControls)
+	assert.Contains(t, header(nil, cfg, "", ""), "without the plain-Go controls")
+
+	_, _, _, err = parseFlags([]string{"-experiments", "prompt", "-prompt-controls=maybe"}, &errOut)
+	assert.ErrorContains(t, err, "-prompt-controls")
 }
