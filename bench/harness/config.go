@@ -101,7 +101,9 @@ func (c Criterion) ExpectedStretch() float64 { return (c[0] + c[1] + c[2]) / c[2
 
 func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// ParseCriterion reads "H-M-L" with non-negative numbers and L > 0.
+// ParseCriterion reads "H-M-L" with non-negative numbers, not all zero. A
+// zero L suits the prompt experiment (100-0-0) but not the experiments
+// that measure the kernel's stretch, which Config.Validate refuses it.
 func ParseCriterion(s string) (Criterion, error) {
 	parts := strings.Split(s, "-")
 	var c Criterion
@@ -115,8 +117,8 @@ func ParseCriterion(s string) (Criterion, error) {
 		}
 		c[i] = v
 	}
-	if c[2] == 0 {
-		return c, badConfig("criterion %q gives the kernel no share, so its stretch is unbounded", s)
+	if c[0]+c[1]+c[2] == 0 {
+		return c, badConfig("criterion %q gives no priority a share", s)
 	}
 	return c, nil
 }
@@ -272,6 +274,11 @@ func (c *Config) Validate() error {
 	}
 	if c.needs("table1", "table4", "fig8", "sim") && len(c.Criteria) == 0 {
 		return badConfig("no criterion chosen")
+	}
+	for _, cr := range c.Criteria {
+		if cr[2] == 0 && c.needs("table1", "table4", "fig8", "sim") {
+			return badConfig("criterion %q gives the kernel no share, so its stretch is unbounded (the prompt experiment alone takes it)", cr)
+		}
 	}
 	for _, s := range c.Shares {
 		if !(s > 0 && s <= maxShare) {

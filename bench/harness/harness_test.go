@@ -321,7 +321,10 @@ func TestParseCriterion(t *testing.T) {
 	c, err = ParseCriterion("2.5-0-97.5")
 	require.NoError(t, err)
 	assert.Equal(t, "2.5-0-97.5", c.String())
-	for _, bad := range []string{"", "50-50", "a-b-c", "50-50-0", "-1-0-5", "1-2-3-4"} {
+	c, err = ParseCriterion("100-0-0")
+	require.NoError(t, err, "the prompt experiment's criterion parses; Validate keeps it from the stretch experiments")
+	assert.Equal(t, "100-0-0", c.String())
+	for _, bad := range []string{"", "50-50", "a-b-c", "0-0-0", "-1-0-5", "1-2-3-4"} {
 		_, err := ParseCriterion(bad)
 		assert.ErrorIs(t, err, ErrConfig, bad)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-procs", ""}, "-procs: no value given"},
 		{[]string{"-criteria", "50-50"}, `-criteria: criterion "50-50" is not HIGH-MEDIUM-LOW`},
 		{[]string{"-criteria", "50-50-0"}, "gives the kernel no share"},
+		{[]string{"-criteria", "0-0-0"}, "gives no priority a share"},
 		{[]string{"-shares", "90"}, "interactive share 90 is not in (0, 50] percent"},
 		{[]string{"-shares", "ten"}, `-shares: "ten" is not a number`},
 		{[]string{"-size", "fib=-3"}, `-size: "fib=-3": "-3" is not a positive integer`},
@@ -112,6 +114,14 @@ func TestHelp(t *testing.T) {
 		assert.Contains(t, errOut.String(), "prompt", h)
 		assert.Empty(t, out.String(), h)
 	}
+}
+
+// The prompt experiment takes its own criteria as a subset, 100-0-0
+// among them, which the stretch experiments refuse.
+func TestPromptTakesAllItsCriteria(t *testing.T) {
+	cfg, _, _, err := parseFlags([]string{"-experiments", "prompt", "-criteria", "100-0-0,5-45-50"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []harness.Criterion{{100, 0, 0}, {5, 45, 50}}, cfg.PromptCriteria)
 }
 
 func TestParseSizes(t *testing.T) {
