@@ -338,22 +338,16 @@ func (g *gor) suspend(t *Task, during func()) {
 	g.rt.suspended.Add(1)
 	g.promoteAll(g.w)
 	g.handOff()
-	defer g.rejoin(t, false) // also when during panics: the panic goes on in t
+	defer g.rejoin(t) // also when during panics: the panic goes on in t
 	g.unlock()        // during may block: let Go run the P on this OS thread meanwhile
 	Awaited(during)
 }
 
 // rejoin queues t's continuation and parks until it is scheduled again.
-// keep parks g still locked to its OS thread, for a goroutine that was
-// computing: see reattach.
-func (g *gor) rejoin(t *Task, keep bool) {
+func (g *gor) rejoin(t *Task) {
 	if !g.rt.takeOver(g, t.rank) {
 		g.rt.steer(item{t: t, g: g})
-		if keep {
-			<-g.wake
-		} else {
-			g.park()
-		}
+		g.park()
 	}
 	g.w.setRunning(int(t.rank))
 	g.rt.suspended.Add(-1)

@@ -343,19 +343,6 @@ func (g *gor) enter(t *Task) {
 
 // reattach is enter for a revoked goroutine: it gives up the worker it
 // lost and comes back as a continuation of t, like a thread after Await.
-//
-// It parks still locked to its OS thread, so that t resumes there: a
-// seizure (a resumed top-priority thread taking the worker) revokes a
-// goroutine in the middle of its computation, and the goroutine that
-// seized hands the worker back to t's continuation when its own thread
-// waits again. Unlocked, t went on computing on the seizer's OS thread,
-// the one Go's network poller had just woken, and the thread t left
-// blocked in the poller next; Linux's EEVDF scheduler then holds a woken
-// thread that ran ahead of its share until the others catch up, so the
-// next request waited milliseconds for a core. Locked, the computation
-// stays on one OS thread, which carries its processor time (see lock),
-// and the poller's threads stay ones that ran little. Resuming t costs a
-// switch of OS threads, once per revocation.
 func (g *gor) reattach(t *Task) {
 	w := g.w
 	g.w = nil
@@ -367,7 +354,7 @@ func (g *gor) reattach(t *Task) {
 		w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
 	}
 	w.detachEnded(g.detBusy.Load())
-	g.rejoin(t, true)
+	g.rejoin(t)
 }
 
 // revoke takes the token of h, the holder of w, if h runs a thread's code of
