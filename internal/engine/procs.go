@@ -30,8 +30,7 @@ import (
 // scheduler's lock, no stop of the world) and subtracts its own share,
 // itself and one per worker (a sleeping worker's P is idle, but it is the
 // worker's when it wakes). What is left, the others, is the number of Ps
-// the runtime reserves beyond its workers and the spare (policy.SparesBesideOthers
-// spares, then), once every tick
+// the runtime reserves beyond its workers and the spare, once every tick
 // over policy.OthersFor saw at least that many, and at most one per processor of
 // the machine: past that, the others' goroutines get no more processor
 // time from more Ps, they only take more of it from the workers.
@@ -68,16 +67,6 @@ import (
 // has taken it over: the runtimes leave it alone, and their tickers count
 // nothing, until the program sets a value that holds them again, or the
 // last of them closes.
-
-// spares is the number of Ps kept free for wake-ups beside the workers and
-// the extra Ps: the spare, and policy.SparesBesideOthers while extra Ps are
-// reserved.
-func spares(extra int) int {
-	if extra > 0 {
-		return policy.SparesBesideOthers
-	}
-	return 1
-}
 
 // othersRing bounds the ticks the ticker keeps of others' goroutines:
 // those of the last policy.OthersFor, one a tick.
@@ -128,7 +117,7 @@ func fitProcs(workers, extra, users int) bool {
 	m.extra += extra
 	target := m.base
 	if m.users > 0 && !m.held {
-		target = max(target, m.workers+m.extra+spares(m.extra))
+		target = max(target, m.workers+m.extra+1)
 	}
 	if target != cur {
 		goruntime.GOMAXPROCS(target)

@@ -104,7 +104,7 @@ func TestProcsKeepProgramsSetting(t *testing.T) {
 	require.Equal(t, 3, goruntime.GOMAXPROCS(0), "the workers and a spare")
 	assert.Equal(t, 1, BaseProcs())
 	reserveP(1)
-	assert.Equal(t, 2+1+policy.SparesBesideOthers, goruntime.GOMAXPROCS(0), "the workers, the extra P and the spares beside it")
+	assert.Equal(t, 4, goruntime.GOMAXPROCS(0))
 	reserveP(-1)
 	assert.Equal(t, 3, goruntime.GOMAXPROCS(0))
 	leaveProcs(2, 0)
@@ -134,7 +134,7 @@ func TestProcsKeepProgramsSetting(t *testing.T) {
 	assert.Equal(t, 1, goruntime.GOMAXPROCS(0), "the program's lowering stays")
 	goruntime.GOMAXPROCS(3)
 	reserveP(1)
-	assert.Equal(t, 2+2+policy.SparesBesideOthers, goruntime.GOMAXPROCS(0), "raised again above the program's 3")
+	assert.Equal(t, 5, goruntime.GOMAXPROCS(0), "raised again above the program's 3")
 	leaveProcs(2, 2)
 	assert.Equal(t, 3, goruntime.GOMAXPROCS(0))
 }

@@ -184,17 +184,6 @@ const (
 	// the spare P is taken the ticker itself runs late, up to Go's own
 	// preemption period, which is this value.
 	OthersFor = 10 * time.Millisecond
-	// SparesBesideOthers is how many Ps the runtime keeps free for
-	// wake-ups while it reserves Ps for goroutines outside its workers
-	// (engine's procs.go); one otherwise. Requests arrive in bursts over
-	// many connections, and the goroutine the poller wakes first keeps
-	// its P while it runs its thread (it seizes a worker's token, not its
-	// P), so the next reader waits for a P again. The hand-tuned plain Go
-	// control of the prompt experiment answered beside two ordinary
-	// goroutines in a few milliseconds with one spare P and in under one
-	// with four; fairly's own cells moved less (docs/results.md, "The
-	// prompt experiment"). Two values tried, not a sweep.
-	SparesBesideOthers = 3
 	// CalmWindow is how long the need for Ps must stay lower before they
 	// are given back, doubled at each change up to MaxCalm, which bounds
 	// how often GOMAXPROCS changes (docs/design.md, "The GOMAXPROCS
