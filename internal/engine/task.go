@@ -23,7 +23,8 @@ type Body interface {
 // set exactly once, by the worker that pops the task from a bank or by a
 // thread that joins it before it started (and then runs it inline);
 // stateShared is set when the task may sit in a bank or mailbox, where other
-// workers can see it, and never cleared. waiters is a stack of joiners that
+// workers can see it, and never cleared. A lazy fork that its owner takes
+// out of its slot to run it keeps state 0: taking it is its claim (L1). waiters is a stack of joiners that
 // becomes doneWaiters when the task finishes.
 type Task struct {
 	body  Body
@@ -89,14 +90,13 @@ func (t *Task) Reinit(parent *Task, body Body) {
 }
 
 // Recyclable reports whether t, a task that is done, finished without
-// other workers ever seeing it: its parent took it out of its lazy slot
-// and ran it inline, it never went into a bank or mailbox, and it was not
-// submitted. Then no part of the engine holds it any more (no bank entry,
-// no lazy slot, no waiter), and the code that owns its memory may reuse it
-// for another thread (Reinit). (A fork claimed in place, joined out of
-// order or by another thread, leaves its slot stale: not recyclable.)
+// other workers ever seeing it: it was taken out of its lazy slot and run
+// (its state was never touched), it never went into a bank or mailbox,
+// and it was not submitted. Then no part of the engine holds it any more
+// (no bank entry, no lazy slot, no waiter), and the code that owns its
+// memory may reuse it for another thread (Reinit).
 func (t *Task) Recyclable() bool {
-	return !t.root && t.state.Load() == stateClaimed|stateTaken && t.Done()
+	return !t.root && t.state.Load() == 0 && t.Done()
 }
 
 // Priority is the priority the task runs at.
@@ -108,29 +108,32 @@ func (t *Task) Runtime() *Runtime { return t.rt }
 // Done reports whether the task has finished.
 func (t *Task) Done() bool { return t.waiters.Load() == doneWaiters }
 
-// The bits of Task.state. stateTaken goes with stateClaimed when the owner
-// of t's lazy slot took t out of it and claimed it (takeAndClaim): then no
-// slot holds t any more (see Recyclable).
+// The bits of Task.state.
 const (
 	stateClaimed uint32 = 1
 	stateShared  uint32 = 2
-	stateTaken   uint32 = 4
 )
 
-// claim takes the right to run t; it succeeds once.
-func (t *Task) claim() bool { return t.claimWith(0) }
-
-// claimWith is claim that also sets bits.
-func (t *Task) claimWith(bits uint32) bool {
+// claim takes the right to run t, a task of a bank or mailbox or a
+// submitted one; it succeeds once.
+func (t *Task) claim() bool {
 	for {
 		s := t.state.Load()
 		if s&stateClaimed != 0 {
 			return false
 		}
-		if t.state.CompareAndSwap(s, s|stateClaimed|bits) {
+		if t.state.CompareAndSwap(s, s|stateClaimed) {
 			return true
 		}
 	}
+}
+
+// claimHere is claim for a joiner that did not find t in a slot of its
+// own goroutine: it may claim t only if t was shared or submitted. A lazy
+// fork that was never shared is still in its owner's slot or was taken out
+// of it by the one party that runs it (L1); the joiner waits for it.
+func (t *Task) claimHere() bool {
+	return (t.root || t.state.Load()&stateShared != 0) && t.claim()
 }
 
 // claimed reports whether t was claimed.
