@@ -437,7 +437,7 @@ func (g *gor) runInline(t, child *Task) {
 		g.end()
 		// Nobody else knows of child: the compare-and-swap fails if a
 		// joiner registered meanwhile, and then child ends by retire.
-		if !child.root && child.waiters.CompareAndSwap(nil, doneWaiters) {
+		if !child.root && child.endAlone() {
 			return
 		}
 	}
