@@ -34,11 +34,11 @@ type Body interface {
 // compare-and-swap of an integer (runInline), which inlines, where one of
 // a pointer is a call with a write barrier.
 //
-// Invariant L9 (PROTOCOLS.md, no joiner is lost): a joiner sets endWaited before it
-// pushes itself, and only while endDone is clear; finish sets endDone and
-// then closes the stack only if endWaited was set. A waiter that pushes
-// before the close is woken; one that comes after finds the stack closed
-// (or endDone set) and does not wait. A task whose end word went from 0 to
+// Invariant L9 (PROTOCOLS.md, no joiner is lost): a joiner sets endWaited
+// before it pushes itself, and only while endDone is clear; finish sets
+// endDone and then closes the stack only if endWaited was set. A joiner
+// that pushes before the close is woken; one that comes after finds the
+// stack closed (or endDone set) and does not wait. A task whose end word went from 0 to
 // endDone directly never had a waiter.
 type Task struct {
 	body  Body
