@@ -835,7 +835,8 @@ func TestSpentHandle(t *testing.T) {
 // Join gets the result or ErrSpent, never another thread's result, and
 // each thread runs once; the records are reused meanwhile by the spawning
 // goroutine. A handle given to another thread before its parent joins it
-// may be claimed there, and runs once all the same.
+// is waited for there (it runs where its parent takes it out of its slot),
+// or run there if it was promoted meanwhile, and runs once all the same.
 func TestHandleJoinedTwiceAtOnce(t *testing.T) {
 	_, ps, c := three(t, 1, 1, 1)
 	rt := newRT(t, 2, c)

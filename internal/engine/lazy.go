@@ -107,9 +107,9 @@ func (s *lazyStack) take(t *Task) bool {
 	return true
 }
 
-// takeAny is take for a fork joined out of order, or by a thread that
-// runs on the goroutine above the one that forked it: it looks for t in
-// every slot under top.
+// takeAny is take for the slow path of a join: the fork may be joined out
+// of order, or by a thread that runs on the goroutine above the one that
+// forked it, so it looks for t in every slot under top.
 func (s *lazyStack) takeAny(t *Task) bool {
 	for i := s.top - 1; i >= 0; i-- {
 		if s.slots[i].Load() == t {

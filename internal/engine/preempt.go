@@ -216,7 +216,7 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if g.lazy.take(child) || g.lazy.takeAny(child) || child.claimHere() {
+	if g.lazy.takeAny(child) || child.claimHere() {
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker
