@@ -403,19 +403,8 @@ func Spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) *Handle[T] {
 // of c's goroutine gave back, else a new one.
 func spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
 	if f == nil || p != c.Priority() {
-		h, err := newRecord(c.task.Runtime(), p, f)
-		if err != nil {
-			return *failed(h, err)
-		}
-		c.inherit(&h.r.ctx)
-		c.task.Spawn(&h.r.ctx.task)
-		return *h
+		return spawnNew(c, p, f)
 	}
-	return spawnHere(c, p, f)
-}
-
-// spawnHere is spawn at c's priority p, of a function f that is not nil.
-func spawnHere[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
 	s := c.task.Recycled()
 	r, ok := s.Top().(*record[T])
 	if ok {
@@ -428,6 +417,18 @@ func spawnHere[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
 	c.inherit(&r.ctx)
 	c.task.Spawn(&r.ctx.task)
 	return Handle[T]{r: r, gen: r.generation(), p: p}
+}
+
+// spawnNew is spawn of a thread at another priority than c's, or of a nil
+// f: its record is a new one, never reused.
+func spawnNew[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
+	h, err := newRecord(c.task.Runtime(), p, f)
+	if err != nil {
+		return *failed(h, err)
+	}
+	c.inherit(&h.r.ctx)
+	c.task.Spawn(&h.r.ctx.task)
+	return *h
 }
 
 // Detach starts f as a new thread at priority p, forked by the running
@@ -471,42 +472,37 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	if !h.pin() {
 		return zero, ErrSpent
 	}
-	v, err, done := joinPinned(c, h)
-	if done {
-		h.spend(c)
-	} else {
-		h.unpin()
-	}
-	return v, err
-}
-
-// joinPinned is Join once h is pinned; done says it returns h's result.
-func joinPinned[T any](c *Ctx, h *Handle[T]) (_ T, _ error, done bool) {
-	var zero T
+	// One function from the pin to the spend: a call fewer on the path of
+	// every fork-join.
 	r := h.r
 	switch r.ctx.task.Runtime() {
 	case nil: // failed before it could start
-		v, err := r.result()
-		return v, err, false
+		h.unpin()
+		return r.result()
 	case c.task.Runtime():
 	default:
-		return zero, ErrForeignHandle, false
+		h.unpin()
+		return zero, ErrForeignHandle
 	}
 	if &r.ctx == c {
-		return zero, ErrJoinSelf, false
+		h.unpin()
+		return zero, ErrJoinSelf
 	}
 	if hp, cp := h.p, c.Priority(); hp != cp && !cp.Order().LessEq(cp, hp) {
-		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp), false
+		h.unpin()
+		return zero, fmt.Errorf("%w: %v joining %v", ErrIncompatiblePriorities, cp, hp)
 	}
 	if !r.ctx.task.Done() {
 		if c.done() == nil {
 			c.task.Join(&r.ctx.task)
 		} else if err := c.task.JoinContext(c.cx.ctx, &r.ctx.task); err != nil {
-			return zero, err, false
+			h.unpin()
+			return zero, err
 		}
 	}
 	v, err := r.result()
-	return v, err, true
+	h.spend(c) // after reading the result: a spent record may be cleared
+	return v, err
 }
 
 // Go starts f as a new thread at priority p from an ordinary goroutine.

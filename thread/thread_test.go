@@ -721,6 +721,36 @@ func TestGoexitAndSelfJoin(t *testing.T) {
 	assert.ErrorIs(t, res, thread.ErrJoinSelf)
 }
 
+// A Goexit in a thread run inline two levels deep finishes every thread
+// it ends, innermost first: goroutines that wait for them wake up with
+// ErrGoexit, and the worker carries on.
+func TestGoexitNestedInline(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	handles := make(chan *thread.Handle[int], 2)
+	parent := thread.Go(rt, ps[1], func(c *thread.Ctx) int {
+		mid := thread.Spawn(c, ps[1], func(c *thread.Ctx) int {
+			inner := thread.Spawn(c, ps[1], func(*thread.Ctx) int { goruntime.Goexit(); return 0 })
+			handles <- inner
+			v, _ := thread.Join(c, inner)
+			return v + 1
+		})
+		handles <- mid
+		v, _ := thread.Join(c, mid)
+		return v + 1
+	})
+	mid := <-handles
+	_, err := mid.Wait() // registered before the inline run, or finds it done
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	_, err = (<-handles).Wait()
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	_, err = parent.Wait()
+	assert.ErrorIs(t, err, thread.ErrGoexit)
+	v, err := thread.Run(rt, ps[2], func(c *thread.Ctx) int { return fib(c, 15) })
+	require.NoError(t, err)
+	assert.Equal(t, 610, v)
+}
+
 // Handle.Wait and Run inside a thread fail at once instead of holding the
 // worker; inside Await they are allowed, and after it fail again.
 func TestWaitInsideThread(t *testing.T) {
@@ -805,7 +835,8 @@ func TestSpentHandle(t *testing.T) {
 // Join gets the result or ErrSpent, never another thread's result, and
 // each thread runs once; the records are reused meanwhile by the spawning
 // goroutine. A handle given to another thread before its parent joins it
-// may be claimed there, and runs once all the same.
+// is waited for there (it runs where its parent takes it out of its slot),
+// or run there if it was promoted meanwhile, and runs once all the same.
 func TestHandleJoinedTwiceAtOnce(t *testing.T) {
 	_, ps, c := three(t, 1, 1, 1)
 	rt := newRT(t, 2, c)

@@ -384,13 +384,11 @@ func (g *gor) waitFor(ctx context.Context, t, child *Task) (cancelled bool) {
 func (g *gor) run(t *Task) {
 	t.g = g
 	g.begin(t)
+	k := len(g.frames) - 1 // t's frame
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: finish t anyway, so that joiners wake up
-			if g.mode.Load() != modeSched { // an inline child's Goexit came back already
-				g.enter(t)
-			}
-			g.retire(t)
+			g.exited(k)
 		}
 	}()
 	g.leave()
@@ -402,6 +400,28 @@ func (g *gor) run(t *Task) {
 	g.retire(t)
 }
 
+// exited finishes, after runtime.Goexit, the thread of frame k and the
+// threads that run inline above it, innermost first, so that their joiners
+// wake up, and drops their frames. The first of them to finish enters the
+// scheduler as the continuation of the thread it runs inside (a frame of a
+// thread that ran inline has its parent's below it). runInline has no
+// defer of its own: a Goexit in an inline child always unwinds through the
+// run that began the frames below it, which calls exited.
+func (g *gor) exited(k int) {
+	for i := len(g.frames) - 1; i >= k; i-- {
+		if g.mode.Load() != modeSched {
+			parent := i - 1
+			if i == k {
+				parent = k
+			}
+			g.enter(g.frames[parent].t)
+		}
+		g.retire(g.frames[i].t)
+	}
+	clear(g.frames[k:])
+	g.frames = g.frames[:k]
+}
+
 // runInline executes child, a thread that its parent t claimed in Join
 // before it started (most often a lazy fork), on g without entering the
 // scheduler: the fast path of fork-join code. It enters only when the
@@ -411,23 +431,13 @@ func (g *gor) run(t *Task) {
 func (g *gor) runInline(t, child *Task) {
 	child.g = g
 	g.begin(child)
-	returned := false
-	defer func() {
-		if !returned { // runtime.Goexit, as in run
-			if g.mode.Load() != modeSched {
-				g.enter(t)
-			}
-			g.retire(child)
-		}
-	}()
-	child.body.Run(child)
-	returned = true
+	child.body.Run(child) // runtime.Goexit: see exited
 	orphans := g.orphans()
 	if !orphans {
 		g.end()
 		// Nobody else knows of child: the compare-and-swap fails if a
 		// joiner registered meanwhile, and then child ends by retire.
-		if !child.root && child.waiters.CompareAndSwap(nil, doneWaiters) {
+		if !child.root && child.endAlone() {
 			return
 		}
 	}

@@ -42,11 +42,12 @@ import (
 //
 // The shared stack. slots is pushed only by the goroutine that owns the stack; a
 // slot holds a fork until somebody takes it out by compare-and-swap to nil:
-// the owner to run it inline (take), or the owner or a revoker to promote
-// it. top, bot and floor are the owner's private indices: slots[:top] may
-// hold forks, slots[:bot] hold none that is not claimed (a hint, so that a
-// heartbeat does not scan from the bottom each time). A slot at or above
-// top holds nil or a claimed task. depths[i] is the fork depth of the fork
+// the owner to run it (take, takeAny), or the owner or a revoker to promote
+// it. Taking it out is the claim of a fork that was never shared: nobody
+// claims such a fork in place (Task.claimHere). top, bot and floor are
+// the owner's private indices: slots[:top] may hold forks, slots[:bot]
+// hold none (a hint, so that a heartbeat does not scan from the bottom
+// each time). A slot at or above top holds nil. depths[i] is the fork depth of the fork
 // pushed into slots[i], kept by the owner, which must not read the depth of
 // a task that another worker may be running.
 //
@@ -94,7 +95,8 @@ func (s *lazyStack) grow() {
 
 // take takes t out of its slot if it is the youngest fork, then drops the
 // empty and claimed slots under it. It reports whether t was there: then
-// nobody else has seen it, and the caller runs it.
+// the caller runs it, and nobody else can (L1: a fork that is neither
+// shared nor submitted is run by whoever takes it out of its slot).
 func (s *lazyStack) take(t *Task) bool {
 	i := s.top - 1
 	if i < s.floor || s.slots[i].Load() != t || !s.slots[i].CompareAndSwap(t, nil) {
@@ -105,23 +107,26 @@ func (s *lazyStack) take(t *Task) bool {
 	return true
 }
 
-// takeAndClaim takes t out of its slot if it is the youngest fork there,
-// and claims it: it reports whether the caller may run t. A slot is left
-// by a take alone, but a thread that was handed t's handle may have
-// claimed t meanwhile, to run it itself, while it was still in its slot.
-func (s *lazyStack) takeAndClaim(t *Task) bool {
-	if s.take(t) {
-		return t.claimWith(stateTaken)
+// takeAny is take for the slow path of a join: the fork may be joined out
+// of order, or by a thread that runs on the goroutine above the one that
+// forked it, so it looks for t in every slot under top.
+func (s *lazyStack) takeAny(t *Task) bool {
+	for i := s.top - 1; i >= 0; i-- {
+		if s.slots[i].Load() == t {
+			if !s.slots[i].CompareAndSwap(t, nil) {
+				return false
+			}
+			s.drop()
+			return true
+		}
 	}
-	return t.claim()
+	return false
 }
 
-// drop lowers top past slots that hold nothing left to run.
+// drop lowers top past empty slots. (A slot never holds a claimed fork:
+// only a fork that left its slot is ever claimed, see claimHere.)
 func (s *lazyStack) drop() {
-	for s.top > s.floor {
-		if t := s.slots[s.top-1].Load(); t != nil && !t.claimed() {
-			break
-		}
+	for s.top > s.floor && s.slots[s.top-1].Load() == nil {
 		s.top--
 	}
 	s.bot = min(s.bot, s.top)
@@ -374,7 +379,7 @@ func (g *gor) heartbeat(w *worker, now int64) {
 	s, p := &g.lazy, &g.priv
 	var shared *Task
 	for ; s.bot < s.top; s.bot++ {
-		if t := s.slots[s.bot].Load(); t != nil && !t.claimed() {
+		if t := s.slots[s.bot].Load(); t != nil {
 			shared = t
 			break
 		}

@@ -122,6 +122,7 @@ func (t *Task) Offer(child *Task) {
 // counts it as a promotion.
 func (g *gor) spawnReal(t, child *Task, offered bool) {
 	g.enter(t)
+	child.state.Store(stateShared) // a real thread at once: claimed in place (claimHere)
 	w := g.w
 	if offered {
 		w.stats.promotions.Add(1)
@@ -200,9 +201,7 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 		t.point()
 		return false
 	}
-	// take and claim both: a joiner on another goroutine, given the
-	// handle, may have claimed the fork while it was still in g's slot.
-	if child.rank == t.rank && !g.due() && g.lazy.takeAndClaim(child) {
+	if child.rank == t.rank && !g.due() && g.lazy.take(child) {
 		// The common case: a lazy fork joined by its parent, most often
 		// never promoted.
 		g.runInline(t, child)
@@ -217,7 +216,7 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 	if it, ok := w.banks[child.rank].Peek(); ok && it.t == child && it.g == nil {
 		w.banks[child.rank].Remove()
 	}
-	if g.lazy.takeAndClaim(child) {
+	if g.lazy.takeAny(child) || child.claimHere() {
 		w.setRunning(int(child.rank))
 		g.run(child)
 		w = g.w // run may return on another worker

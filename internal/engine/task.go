@@ -19,12 +19,27 @@ type Body interface {
 // Task is one thread as the scheduler sees it. Package thread embeds it in
 // its typed handles, so a spawn costs one allocation.
 //
-// Two atomic words carry its life. state holds two bits: stateClaimed is
+// Three atomic words carry its life. state holds two bits: stateClaimed is
 // set exactly once, by the worker that pops the task from a bank or by a
 // thread that joins it before it started (and then runs it inline);
 // stateShared is set when the task may sit in a bank or mailbox, where other
-// workers can see it, and never cleared. waiters is a stack of joiners that
-// becomes doneWaiters when the task finishes.
+// workers can see it, and never cleared. A lazy fork that its owner takes
+// out of its slot to run it keeps state 0: taking it is its claim (L1).
+//
+// end says whether the task finished (endDone) and whether somebody
+// registered to wait for it (endWaited), and waiters is the stack of those
+// joiners, which becomes closedWaiters when the task finishes after
+// somebody registered. end is an integer, not the list itself, so that
+// the commonest end, a fork run inline that nobody waits for, is one
+// compare-and-swap of an integer (runInline), which inlines, where one of
+// a pointer is a call with a write barrier.
+//
+// Invariant L9 (PROTOCOLS.md, no joiner is lost): a joiner sets endWaited
+// before it pushes itself, and only while endDone is clear; finish sets
+// endDone and then closes the stack only if endWaited was set. A joiner
+// that pushes before the close is woken; one that comes after finds the
+// stack closed (or endDone set) and does not wait. A task whose end word went from 0 to
+// endDone directly never had a waiter.
 type Task struct {
 	body  Body
 	rt    *Runtime
@@ -36,6 +51,7 @@ type Task struct {
 	// stays on that goroutine for its whole life, even when it moves between
 	// workers: continuations are parked goroutines.
 	g       *gor
+	end     atomic.Uint32
 	waiters atomic.Pointer[waiter]
 }
 
@@ -61,7 +77,14 @@ const (
 	wokeByCancel
 )
 
-var doneWaiters = &waiter{}
+// closedWaiters closes the stack of waiters of a finished task.
+var closedWaiters = &waiter{}
+
+// The bits of Task.end.
+const (
+	endDone   uint32 = 1
+	endWaited uint32 = 2
+)
 
 // Init prepares t to run body at priority p on rt. It fails with an error
 // wrapping fairness.ErrForeignPriority when rt does not schedule p.
@@ -89,14 +112,13 @@ func (t *Task) Reinit(parent *Task, body Body) {
 }
 
 // Recyclable reports whether t, a task that is done, finished without
-// other workers ever seeing it: its parent took it out of its lazy slot
-// and ran it inline, it never went into a bank or mailbox, and it was not
-// submitted. Then no part of the engine holds it any more (no bank entry,
-// no lazy slot, no waiter), and the code that owns its memory may reuse it
-// for another thread (Reinit). (A fork claimed in place, joined out of
-// order or by another thread, leaves its slot stale: not recyclable.)
+// other workers ever seeing it: it was taken out of its lazy slot and run
+// (its state was never touched), it never went into a bank or mailbox,
+// and it was not submitted. Then no part of the engine holds it any more
+// (no bank entry, no lazy slot, no waiter), and the code that owns its
+// memory may reuse it for another thread (Reinit).
 func (t *Task) Recyclable() bool {
-	return !t.root && t.state.Load() == stateClaimed|stateTaken && t.Done()
+	return !t.root && t.state.Load() == 0 && t.Done()
 }
 
 // Priority is the priority the task runs at.
@@ -106,31 +128,34 @@ func (t *Task) Priority() fairness.Priority { return t.rt.ranks[t.rank] }
 func (t *Task) Runtime() *Runtime { return t.rt }
 
 // Done reports whether the task has finished.
-func (t *Task) Done() bool { return t.waiters.Load() == doneWaiters }
+func (t *Task) Done() bool { return t.end.Load()&endDone != 0 }
 
-// The bits of Task.state. stateTaken goes with stateClaimed when the owner
-// of t's lazy slot took t out of it and claimed it (takeAndClaim): then no
-// slot holds t any more (see Recyclable).
+// The bits of Task.state.
 const (
 	stateClaimed uint32 = 1
 	stateShared  uint32 = 2
-	stateTaken   uint32 = 4
 )
 
-// claim takes the right to run t; it succeeds once.
-func (t *Task) claim() bool { return t.claimWith(0) }
-
-// claimWith is claim that also sets bits.
-func (t *Task) claimWith(bits uint32) bool {
+// claim takes the right to run t, a task of a bank or mailbox or a
+// submitted one; it succeeds once.
+func (t *Task) claim() bool {
 	for {
 		s := t.state.Load()
 		if s&stateClaimed != 0 {
 			return false
 		}
-		if t.state.CompareAndSwap(s, s|stateClaimed|bits) {
+		if t.state.CompareAndSwap(s, s|stateClaimed) {
 			return true
 		}
 	}
+}
+
+// claimHere is claim for a joiner that did not find t in a slot of its
+// own goroutine: it may claim t only if t was shared or submitted. A lazy
+// fork that was never shared is still in its owner's slot or was taken out
+// of it by the one party that runs it (L1); the joiner waits for it.
+func (t *Task) claimHere() bool {
+	return (t.root || t.state.Load()&stateShared != 0) && t.claim()
 }
 
 // claimed reports whether t was claimed.
@@ -163,7 +188,9 @@ func (t *Task) share() bool {
 // whichever way it ran: by a worker (run), by RunHere, or inline by a
 // joiner that claimed it before it started (runInline).
 func (t *Task) finish(w *worker) {
-	wakeWaiters(t, t.waiters.Swap(doneWaiters), w)
+	if t.end.Swap(endDone)&endWaited != 0 {
+		wakeWaiters(t, t.waiters.Swap(closedWaiters), w)
+	}
 	if t.root {
 		t.rt.roots.Add(-1)
 	}
@@ -185,11 +212,20 @@ func wakeWaiters(t *Task, ws *waiter, w *worker) {
 }
 
 // addWaiter registers wt unless t already finished; it reports whether wt
-// was registered (and so will be woken).
+// was registered (and so will be woken). See invariant L9.
 func (t *Task) addWaiter(wt *waiter) bool {
 	for {
+		e := t.end.Load()
+		if e&endDone != 0 {
+			return false
+		}
+		if e&endWaited != 0 || t.end.CompareAndSwap(e, e|endWaited) {
+			break
+		}
+	}
+	for {
 		head := t.waiters.Load()
-		if head == doneWaiters {
+		if head == closedWaiters {
 			return false
 		}
 		wt.next = head
@@ -198,6 +234,10 @@ func (t *Task) addWaiter(wt *waiter) bool {
 		}
 	}
 }
+
+// endAlone marks t done if nobody registered to wait for it, and reports
+// whether it did: then t's end needs nothing more.
+func (t *Task) endAlone() bool { return t.end.CompareAndSwap(0, endDone) }
 
 // Wait blocks an ordinary goroutine (not a thread) until t has finished.
 func (t *Task) Wait() {
@@ -246,5 +286,5 @@ func (t *Task) spinDone() bool {
 // to a worker) as finished, so that waiting on it returns at once.
 func (t *Task) Abandon() {
 	t.state.Store(stateClaimed)
-	t.waiters.Store(doneWaiters)
+	t.end.Store(endDone)
 }
