@@ -148,7 +148,7 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 // it returns: demoted, it returns only when the cores have nothing else to
 // do, and the whole program, the top priority with it, stops meanwhile.
 // Beside a load that allocates (a library call cloning megabytes each
-// time) the collector's longest pause was then tens of milliseconds, and
+// time) the collector's pauses were then many times longer, and
 // the echo's p99 with it (docs/results.md, "The prompt experiment"). So
 // the ticker demotes only while no collection started within
 // policy.CollectorQuiet, and promotes the demoted threads back as soon as

@@ -101,9 +101,9 @@ func UsageAtShare(share float64, q int64) int64 { return int64(share * float64(U
 // oversubscribed (ordinary goroutines computing beside the workers, other
 // processes) the OS takes the worker's thread off its core now and then,
 // and a stretch charged in wall time costs the rank that happened to run
-// across such a gap many times what it used: the echo beside two ordinary
-// goroutines was charged about three times its processor time and, at a 5 %
-// share, lost the right to borrow (docs/design.md, "Prompt borrowing").
+// across such a gap many times what it used: an echo beside ordinary
+// goroutines lost the right to borrow at a small share (docs/design.md,
+// "Prompt borrowing").
 // The total time a worker had is charged the same way, so that a rank that
 // runs all the time still has all of it.
 func Charge(wall, cpu int64) int64 {
