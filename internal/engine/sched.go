@@ -136,9 +136,8 @@ func (w *worker) newRound(now int64) {
 		c := w.rt.crit.Load()
 		w.critVer = v
 		w.sampler = c.NewSampler(w.rand())
-		for r := range w.lends {
+		for r := range w.shares {
 			w.shares[r] = c.ShareByRank(r)
-			w.lends[r] = w.shares[r] > 0
 			w.used[r] = policy.UsageAtShare(w.shares[r], int64(w.rt.quantum))
 		}
 		w.total = policy.UsageWindow(int64(w.rt.quantum))
@@ -202,7 +201,7 @@ func (w *worker) next(now int64) (item, int, bool) {
 func (w *worker) choose(cur int, now int64) int {
 	p := w.primary
 	r, donating := policy.Choose(max(w.highest(), cur), p, cur, w.banks[p].Len(), func(top int) bool {
-		return w.lends[top] && w.rt.borrow && w.mayBorrow(top, now)
+		return w.shares[top] > 0 && w.rt.borrow && w.mayBorrow(top, now)
 	})
 	if donating {
 		w.open(p)

@@ -123,8 +123,7 @@ type core struct {
 	roundStart int64   // when the current round began
 	critVer    uint64
 	sampler    *fairness.Sampler
-	lends      []bool    // rank r has a share, so it may borrow (see choose)
-	shares     []float64 // rank r's share of the criterion (policy.MayBorrow)
+	shares     []float64 // rank r's share of the criterion: with none it never borrows (choose, policy.MayBorrow)
 	rng        uint64
 	spares     []*gor // parked goroutines ready to carry on the loop (T2)
 	callers    []*gor // records of ordinary goroutines that ran threads in RunHere (R3)
@@ -142,7 +141,6 @@ func newWorker(rt *Runtime, id int, seed uint64) *worker {
 		core: core{
 			banks:    make([]bank.Bank[item], n),
 			mopen:    make([]bool, n),
-			lends:    make([]bool, n),
 			shares:   make([]float64, n),
 			borrowed: make([]int64, n),
 			used:     make([]int64, n),

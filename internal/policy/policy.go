@@ -118,24 +118,18 @@ func Charge(wall, cpu int64) int64 {
 // all in nanoseconds): each entry keeps 1 - 1/2^UsageShift of itself per
 // quantum gone by, at least one.
 func Decay(used []int64, start, now, q int64) {
-	n := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q)))
 	for r, x := range used {
-		used[r] = decay(x, n)
+		used[r] = DecayTotal(x, start, now, q)
 	}
 }
 
-// DecayTotal ages a worker's record of the time it had, total, as Decay
-// ages each rank's.
+// DecayTotal ages one record, a worker's record of the time it had, total,
+// as Decay ages each rank's.
 func DecayTotal(total, start, now, q int64) int64 {
-	return decay(total, max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q))))
-}
-
-// decay is x aged by n quanta.
-func decay(x, n int64) int64 {
-	for k := n; k > 0 && x>>UsageShift > 0; k-- {
-		x -= x >> UsageShift
+	for k := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q))); k > 0 && total>>UsageShift > 0; k-- {
+		total -= total >> UsageShift
 	}
-	return x
+	return total
 }
 
 // MayBorrow reports whether a rank with share share of the criterion may

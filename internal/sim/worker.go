@@ -48,7 +48,6 @@ type vworker struct {
 	beat     uint64
 
 	mopen       []bool
-	lends       []bool
 	top         int
 	primary     int
 	nextRound   int64
@@ -82,11 +81,10 @@ func newWorker(s *sim, id int) *vworker {
 	w := &vworker{
 		s: s, id: id, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)+1)),
 		banks: make([]bank.Bank[item], n), mail: make([]mailbox.Mailbox[bank.Entry[item]], n),
-		mopen: make([]bool, n), lends: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n), used: make([]int64, n),
+		mopen: make([]bool, n), cpu: make([]int64, n), borrowed: make([]int64, n), used: make([]int64, n),
 		top: policy.NoRank, cur: policy.NoRank, detTop: policy.NoRank, count: s.p.CheckEvery,
 	}
 	for r := range n {
-		w.lends[r] = s.crit.ShareByRank(r) > 0
 		w.used[r] = policy.UsageAtShare(s.crit.ShareByRank(r), s.p.Quantum)
 	}
 	w.total = policy.UsageWindow(s.p.Quantum)
@@ -246,7 +244,7 @@ func (w *vworker) choose(cur int) int {
 
 // mayBorrow says whether rank top may run above the primary one now.
 func (w *vworker) mayBorrow(top int) bool {
-	return w.lends[top] && !w.s.p.NoBorrow &&
+	return w.s.crit.ShareByRank(top) > 0 && !w.s.p.NoBorrow &&
 		policy.MayBorrow(w.used[top], w.total, w.s.crit.ShareByRank(top), w.borrowed[top], w.s.p.Budget, w.cur == top, w.since, w.t)
 }
 
