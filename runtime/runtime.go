@@ -121,7 +121,9 @@ type Config struct {
 	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
 	// thread of a thread that computes detached from its worker (a long
 	// library call that a more urgent thread preempted; see
-	// docs/design.md) to the idle scheduling class, SCHED_IDLE. Demoted,
+	// docs/design.md) to the idle scheduling class, SCHED_IDLE, while Go's
+	// collector has started no cycle for a couple of seconds (a stop of the
+	// world waits for a demoted call to return). Demoted,
 	// such a thread gets a core only when no other thread of the machine
 	// wants it, so that the network poller and timers that wake the top
 	// priority never wait behind it. Its thread gets its normal policy back
