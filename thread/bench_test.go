@@ -295,6 +295,14 @@ func BenchmarkFineFib(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
 	})
+	b.Run("pair-poll", func(b *testing.B) {
+		seq := bestSeq(n)
+		var w pollWord // never raised: pollFib only calls
+		for b.Loop() {
+			pollFib(&w, n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+	})
 	b.Run("goroutines", func(b *testing.B) {
 		seq := bestSeq(n)
 		for b.Loop() {
@@ -302,6 +310,31 @@ func BenchmarkFineFib(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
 	})
+}
+
+// pollWord is an attention word that nobody raises.
+type pollWord struct{ attn atomic.Uint32 }
+
+// pairPoll is the least a fork that does not inline costs in Go: a generic
+// pair call through a function value that polls an attention word, with
+// no record and no slow path but a plain call. Fork2 is this plus its
+// record, its type check, its pop and its count (docs/design.md, the fork
+// path); BenchmarkFineFib shows it beside Fork2.
+//
+//go:noinline
+func pairPoll[A, R any](w *pollWord, f func(*pollWord, A) R, x, y A) (R, R) {
+	if w.attn.Load() != 0 {
+		w.attn.Store(0)
+	}
+	return f(w, x), f(w, y)
+}
+
+func pollFib(w *pollWord, n int) int {
+	if n < 2 {
+		return n
+	}
+	a, b := pairPoll(w, pollFib, n-1, n-2)
+	return a + b
 }
 
 // bestSeq is the best time of five runs of seqFib(n), in ns.

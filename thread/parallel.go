@@ -261,7 +261,8 @@ func fork[A, R any](c *Ctx, f func(*Ctx, A) R, y A) *forkRec[A, R] {
 }
 
 // join is the slow path of taking fork r of level back: r was promoted and
-// runs elsewhere, or forks above it were left by a recovered panic.
+// runs elsewhere. (Take settles the stack; it reports the fork still there
+// only to callers that did not try Pop first.)
 func join[A, R any](c *Ctx, r *forkRec[A, R], level int) R {
 	if c.task.Forks().Take(level) {
 		return r.call(c)

@@ -163,7 +163,8 @@ type Lazy interface {
 // function and the argument into it, Push raises top; after the first
 // call, Pop lowers top again if the fork was not promoted. No record is
 // initialised, no depth or context copied, nothing deferred; a countdown
-// (policy.PollEvery) is the only other write.
+// (policy.PollEvery) is the only other write, and the attention word the
+// only word read that another goroutine writes.
 //
 // Invariants L4 and L6-L8 (PROTOCOLS.md): a private fork runs exactly
 // once, a level's record is its own when its Fork2 pops, a panic needs no
@@ -184,16 +185,20 @@ func (t *Task) Forks() *Forks { return &t.g.priv }
 // the level of the next fork, and the record free at that level if no
 // preemption point is due, else nil: the caller then takes the slow path
 // (Free, Install, Push and Point). The attention word is raised by the
-// ticker every interrupt, by work requests and deals, and the mode word
-// says a revoker took the goroutine's token; the countdown (policy.PollEvery)
-// only paces the offers of the OS processor.
+// ticker every interrupt, by work requests and deals, and by a revoker;
+// the countdown (policy.PollEvery) paces the offers of the OS processor,
+// and where it runs out Point also reads the mode word, so that a
+// goroutine whose token was revoked comes back within PollEvery forks
+// even if the new holder of its worker lowered the attention word first.
+// The count's sign bit joins the attention word in one test: one branch
+// fewer than two tests, and no read of the mode word, on every fork.
 func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	g := t.g
 	s = &g.priv
 	level = s.top
-	// The mode word is read without its method: one inlined call fewer
-	// keeps NextFork within the inlining budget of its callers.
-	if s.polls--; s.polls > 0 && g.w.attn.Load()|g.mode.v.Load()&uint32(modeRevoked) == 0 {
+	n := s.polls - 1
+	s.polls = n
+	if g.w.attn.Load()|uint32(uint64(n-1)>>63) == 0 { // attention down and n > 0
 		free = s.slots[level]
 	}
 	return s, level, free
@@ -207,11 +212,13 @@ func (s *Forks) Free() Lazy { return s.slots[s.top] }
 // youngest fork.
 func (s *Forks) Push() { s.top++ }
 
-// Pop takes back the fork of level if it is the youngest and was not
-// promoted: then the caller runs it inline. Otherwise the caller calls
-// Take.
+// Pop takes back the fork of level if it was not promoted, and drops the
+// forks above it, left by a panic that the thread recovered (their first
+// call never returned; none of them was promoted either, since promotion
+// goes oldest first): then the caller runs the fork inline. Otherwise the
+// caller calls Take. One comparison, as Take would decide.
 func (s *Forks) Pop(level int) bool {
-	if s.top == level+1 && s.bot <= level {
+	if s.bot <= level {
 		s.top = level
 		return true
 	}

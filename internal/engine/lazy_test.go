@@ -80,17 +80,14 @@ func (s *Forks) pushRec(r Lazy) int {
 	return i
 }
 
-// The private stack gives a fork back to its owner only while it is the
-// youngest one there and still in its slot; Take drops the forks above its
-// level (left by a recovered panic) and reports a promoted fork gone.
+// The private stack gives a fork back to its owner unless it was promoted
+// (its level is under bot); a pop drops the forks above its level (left by
+// a recovered panic), and Take reports a promoted fork gone.
 func TestForksPopAndTake(t *testing.T) {
 	var s Forks
 	s.init(nil)
 	a, b, c := &lazyRec{}, &lazyRec{}, &lazyRec{}
 	la, lb, lc := s.pushRec(a), s.pushRec(b), s.pushRec(c)
-	if s.Pop(lb) {
-		t.Fatal("popped b from under c")
-	}
 	if !s.Pop(lc) || s.top != 2 {
 		t.Fatalf("Pop(c): top %d", s.top)
 	}
@@ -112,10 +109,13 @@ func TestForksPopAndTake(t *testing.T) {
 		t.Fatal("free records were not kept")
 	}
 	s.Push() // c's level: its first call panics and the thread recovers
-	if s.Pop(lb) || !s.Take(lb) || s.top != lb {
-		t.Fatalf("Take(b) above a panicked fork: top %d", s.top)
+	if !s.Pop(lb) || s.top != lb {
+		t.Fatalf("Pop(b) above a panicked fork: top %d", s.top)
 	}
-	if !s.Pop(la) || s.top != 0 {
-		t.Fatal("Pop(a)")
+	s.Push() // b's level again, and c's, whose first call panics
+	s.Push()
+	s.slots[la], s.bot = nil, 1 // a is promoted meanwhile
+	if s.Pop(la) || s.Take(la) || s.top != 0 || s.bot != 0 {
+		t.Fatalf("took a promoted fork above a panicked one: top %d bot %d", s.top, s.bot)
 	}
 }
