@@ -286,10 +286,10 @@ func TestLowering(t *testing.T) {
 			var stop atomic.Bool
 			var tid atomic.Int32
 			spun := submit(t, rt, lo, func(tk *Task) {
-				tid.Store(gettid())
 				end := time.Now().Add(patience)
 				for !stop.Load() && time.Now().Before(end) {
-					tk.Yield() // cooperative: a preemption point at every turn
+					tid.Store(gettid()) // a revocation may move the thread to another OS thread
+					tk.Yield()          // cooperative: a preemption point at every turn
 				}
 			})
 			require.True(t, eventually(func() bool { return tid.Load() != 0 }))
