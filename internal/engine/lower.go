@@ -7,68 +7,12 @@ import (
 	"github.com/fairlyprompt/fairly/fairness"
 )
 
-// Lowered ranks: a worker's OS thread follows the rank it runs.
-//
-// A goroutine that the network poller, a timer or a channel wakes needs an
-// OS thread with a core. With every core busy, Linux's EEVDF lets the woken
-// thread run at once only if it is eligible (it did not run ahead of its
-// share lately) and otherwise waits for the next scheduler tick, up to 4 ms
-// at 250 Hz, and Go's threads that spin for work or poll the network run
-// ahead as often as not. Go's scheduler makes it worse: a P whose thread
-// waits for a core holds its run queue and its turn at polling the network.
-// Threads of the idle class (SCHED_IDLE) are preempted by any woken thread
-// of the normal class at once, whatever its lag, and Linux places a woken
-// thread on a core that runs only idle-class threads as if it were idle.
-//
-// So a holder that runs thread code of a lowered rank, one below a rank
-// with a share in the criterion (lowMask), runs it in the idle class: the
-// process's other threads (the poller, timers, the top priority's readers,
-// ordinary goroutines) take a core from it at once, and it computes on
-// whatever the rest of the machine leaves. Among fairly's own threads
-// nothing changes: the scheduler, not the OS, divides the workers between
-// ranks. The top priority's code and the scheduler's own run in the normal
-// class.
-//
-// Invariants (the code cites them):
-//
-//   - O1: only the holder lowers its own OS thread, in leave, just before
-//     the mode store that opens it to revokers, and records it in its
-//     lowTid right after.
-//   - O2: a lowered thread runs nothing but its holder's thread code. Its
-//     goroutine raises it (back to the normal class) in leave when the
-//     next rank is not lowered and in unlock before it lets the thread go
-//     (parking, an Await-ed call, exit); a revoker raises it right after
-//     the revocation won (revoke), since a revoked goroutine must reach its
-//     next point promptly, and its thread may be starved where it stands.
-//     Whoever raises takes the thread's id from lowTid by a swap, so one
-//     caller raises it. Go never gets an idle-class thread back into its
-//     pool, but for the moment between another caller's swap and its
-//     promote, when the goroutine found lowTid empty and let go.
-//   - O3: while lowering is off (the collector runs, GOMAXPROCS changes,
-//     Close), no holder's thread stays lowered. Whoever turns it off stores
-//     the mask first and then raises every worker's holder; the holder
-//     stores lowTid and then reads the mask again, and raises itself if it
-//     went off. Of two sequentially consistent store-then-load pairs at
-//     least one sees the other's store, so a thread lowered concurrently
-//     is raised by one of them (the swap makes both harmless). A goroutine
-//     that has just handed its token on is no holder, but it raises its
-//     thread itself as it unlocks it before parking (O2).
-//
-//   - O4: a lowered holder that passes no preemption point may be starved
-//     where no revocation reaches it, in the scheduler's code between two
-//     passages into thread code. So the watchdog raises a worker's lowered
-//     thread after a tick without a pass through the scheduler, and a
-//     seizer raises the lowered thread of a worker that is stale; the
-//     holder lowers it again at its next passage into thread code.
-//
-// Lowering is off while the ticker reserves Ps for goroutines outside the
-// runtime (procs.go): where ordinary goroutines keep every core busy, a
-// lowered holder would get no processor at all, and every thread queued at
-// its worker would wait for the watchdog.
-//
-// A raise that Linux refuses (no CAP_SYS_NICE and an RLIMIT_NICE below 20)
-// would leave the thread lowered, so New enables lowering only where a
-// probe thread could both lower and raise itself (canRaise).
+// Lowered ranks: a worker's OS thread follows the rank it runs. A holder
+// that runs thread code of a rank below one with a share runs it in Linux's
+// idle class, so that the network poller, timers and the top priority's
+// goroutines, woken, take its core at once instead of waiting for the next
+// scheduler tick. The invariants O1-O4 and why they hold: PROTOCOLS.md,
+// "Lowered ranks".
 
 // lowMaskOf is the mask of lowered ranks under criterion c over the frozen
 // order ranks: bit r is set when some rank above r in the partial order
