@@ -7,6 +7,7 @@ require (
 	github.com/fairlyprompt/fairly/bench v0.0.0-00010101000000-000000000000
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/term v0.46.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -23,7 +24,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
 

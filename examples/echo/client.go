@@ -4,36 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
-// Latencies summarises response times.
-type Latencies struct {
-	N                        int
-	Mean, P50, P90, P99, Max time.Duration
-}
-
-// summarise sorts d and takes its percentiles (nearest rank).
-func summarise(d []time.Duration) Latencies {
-	if len(d) == 0 {
-		return Latencies{}
-	}
-	slices.Sort(d)
-	var sum time.Duration
-	for _, x := range d {
-		sum += x
-	}
-	rank := func(q float64) time.Duration {
-		return d[max(0, int(math.Ceil(q*float64(len(d))))-1)]
-	}
-	return Latencies{N: len(d), Mean: sum / time.Duration(len(d)), P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: d[len(d)-1]}
-}
-
-// String gives the summary on one line, rounded to microseconds.
-func (l Latencies) String() string {
+// line gives a summary on one line, rounded to microseconds.
+func line(l latency.Summary) string {
 	return fmt.Sprintf("%d requests: mean %v, p50 %v, p90 %v, p99 %v, max %v",
 		l.N, l.Mean.Round(time.Microsecond), l.P50.Round(time.Microsecond), l.P90.Round(time.Microsecond),
 		l.P99.Round(time.Microsecond), l.Max.Round(time.Microsecond))

@@ -10,18 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSummarise(t *testing.T) {
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	l := summarise(d)
-	assert.Equal(t, Latencies{N: 100, Mean: 50500 * time.Microsecond, P50: 50 * time.Millisecond,
-		P90: 90 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}, l)
-	assert.Equal(t, Latencies{}, summarise(nil))
-	assert.Equal(t, time.Millisecond, summarise([]time.Duration{time.Millisecond}).P99)
-}
-
 // Every combination answers every request, with the load running.
 func TestBench(t *testing.T) {
 	for _, mode := range []string{"net", "term"} {

@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/fairlyprompt/fairly/bench/latency"
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
 )
@@ -58,9 +59,9 @@ type Config struct {
 
 // Report is what a client run measured.
 type Report struct {
-	Latencies
-	LoadRuns int            // background computations finished
-	Stats    *runtime.Stats // nil on goroutines
+	latency.Summary                // nearest-rank percentiles, as fairbench's tables quote them
+	LoadRuns        int            // background computations finished
+	Stats           *runtime.Stats // nil on goroutines
 }
 
 // ErrBadMode is returned for a -mode other than net or term.
@@ -167,7 +168,7 @@ func execute(ctx context.Context, cfg Config, stdin io.Reader, out io.Writer) er
 	if cfg.Load {
 		load = fmt.Sprintf("fib(%d) load, cutoff %d: %d computations finished", cfg.Fib, cfg.Cutoff, rep.LoadRuns)
 	}
-	fmt.Fprintf(out, "%s echo on %s, %s\n%v\n", cfg.Mode, kind, load, rep.Latencies)
+	fmt.Fprintf(out, "%s echo on %s, %s\n%v\n", cfg.Mode, kind, load, line(rep.Summary))
 	if rep.Stats != nil {
 		for _, p := range rep.Stats.Priorities {
 			if p.CPU > 0 {
@@ -235,7 +236,7 @@ func Bench(cfg Config) (rep Report, err error) {
 	if err == nil {
 		err = errL
 	}
-	return Report{Latencies: summarise(lat), LoadRuns: runs}, err
+	return Report{Summary: latency.Of(lat, 0), LoadRuns: runs}, err
 }
 
 func benchNet(srv server, cfg Config) ([]time.Duration, error) {

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -79,7 +80,7 @@ func execute(opt *options, stdout, stderr io.Writer) error {
 	}
 	defer env.Close()
 	var progress func(done, total int)
-	if opt.progress {
+	if opt.progress && isTerminal(stderr) {
 		progress = progressBar(stderr)
 	}
 	start := time.Now()
@@ -119,6 +120,14 @@ func execute(opt *options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "charts: %s\n", strings.Join(paths, ", "))
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal: the progress bar redraws its
+// line with carriage returns, which only a terminal shows as one line; a
+// log or a pipe gets the closing count of simulations alone.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // progressBar shows finished simulations on w, as fairbench does.
@@ -170,7 +179,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	seriesLo := fs.Float64("series-rho-lo", 0.05, "ρ_L of the time-series chart, in [0, 1)")
 	parallel := fs.Int("parallel", 8, "simulations run at once (they mostly wait on each other's hand-offs, not on a core)")
 	check := fs.Bool("check", false, "check static priority against Cobham's formula at full size instead of the sweep")
-	progress := fs.Bool("progress", true, "show a progress bar on standard error")
+	progress := fs.Bool("progress", true, "show a progress bar on standard error, if it is a terminal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)

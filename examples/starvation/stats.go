@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"slices"
+
+	"github.com/fairlyprompt/fairly/bench/latency"
 )
 
 // window is the length of the windows over which the oscillation of
@@ -56,15 +58,14 @@ func describe(waits []float64) classStats {
 }
 
 // percentile is the nearest-rank q-quantile of xs (which it does not
-// modify).
+// modify), as fairbench's tables quote it; 0 if xs is empty.
 func percentile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
+	return latency.Quantile(s, q)
 }
 
 // windowMeans is the mean wait of a class's jobs in each window of

@@ -24,8 +24,12 @@ import (
 // the index of open mailboxes, the request cells, the deal, ask and spread
 // times, the attention word, the sleeping state, the beat and the usage
 // records. A change of one side that the other does not follow fails here.
-// What the engine reads from the real clock (setRunning's charge, the
-// sleeper's spin) is left out: the scenarios that sleep run nothing first.
+// The engine reads its clock where a worker goes idle (windDown charges the
+// rank it ran until then): the scenarios set the engine's time 0 so that
+// its clock reads about the scenario's time, and the simulator's worker goes
+// idle at the time the engine's charged at. The watchdog's probe of the
+// stuck thread's OS thread reads a real thread (holderThread), which the
+// simulator, having no OS threads, takes as given (sim.Probe.Look).
 
 // diffCriteria are the criteria the scenarios draw from: High, Medium,
 // Low weights, as fairbench writes them.
@@ -181,6 +185,7 @@ func scenario(t *testing.T, rng *rand.Rand, procs int) (pair, int64) {
 		st.Total = policy.UsageWindow(q)/2 + rng.Int64N(policy.UsageWindow(q))
 		b.set(w, st)
 	}
+	b.rt.epoch = time.Now().Add(-time.Duration(now)) // the engine's clock reads now, and a little later
 	return b, now
 }
 
@@ -251,31 +256,36 @@ func (b pair) drain(t *testing.T, w int, now int64, what string) {
 // sleep makes worker w go to sleep on both at now, as its loop does: a
 // pass through the scheduler, the threads it holds run (drain), then idle
 // finds nothing. The engine's worker sleeps on a goroutine of its own,
-// which the runtime's wakers wake. The worker must run nothing (cur is
-// policy.NoRank), so that idle charges no time, which the engine would
-// read from the real clock.
-func (b pair) sleep(t *testing.T, w int, now int64, what string) {
+// which the runtime's wakers wake. If the worker still counts a rank as
+// running (the thread it ran ended), going idle charges that rank up to
+// the engine's clock, a little after now; sleep returns that time (now if
+// nothing ran), at which the simulator's worker goes idle too, and which
+// the scenario's later steps follow.
+func (b pair) sleep(t *testing.T, w int, now int64, what string) int64 {
 	t.Helper()
 	x := b.rt.workers[w]
-	require.Equal(t, policy.NoRank, x.cur)
 	x.service(now)
 	b.p.Service(w, now)
 	b.drain(t, w, now, what)
-	b.p.Idle(w, now)
+	x.sinceTid = 0 // service's charge read this OS thread's clock; idle's must charge wall time, as set
 	g, woken := b.rt.record(), make(chan struct{})
 	b.sleepers[w], b.woken[w] = g, woken
 	go func() {
 		defer close(woken)
 		x.idle(g)
 	}()
-	for x.sleeper.Load() != g { // it published itself: idle's asking and opening are done
+wait:
+	for x.sleeper.Load() != g { // it published itself: idle's charge, asking and opening are done
 		select {
 		case <-woken:
-			return // it found work at once; wake sees whether the simulator's did
+			break wait // it found work at once; wake sees whether the simulator's did
 		default:
 			goruntime.Gosched()
 		}
 	}
+	at := max(now, x.since) // windDown's charge wrote since before the sleeper was published
+	b.p.Idle(w, at)
+	return at
 }
 
 // wake ends every sleep of the engine's workers: one that the simulator's
@@ -327,13 +337,16 @@ func (b pair) steer(t *testing.T, r int, depth int32, now int64, what string) {
 // sleeping side: whether it wakes, and its state once it has and passed
 // through the scheduler again, are the same on both. next is compared
 // thread by thread as the sleeping worker empties its banks.
+// A worker that still counts the rank of the thread it ran goes idle
+// charging that rank, in about three scenarios of four.
 func TestSimulatorIdleAsEngine(t *testing.T) {
+	charged := 0
 	scenarios(t, 0x1d1e, func(i int, b pair, rng *rand.Rand, w int, now int64) {
 		what := fmt.Sprintf("scenario %d, idle of worker %d at %d", i, w, now)
 		if b.rt.workers[w].cur != policy.NoRank {
-			return // see sleep
+			charged++
 		}
-		b.sleep(t, w, now, what)
+		now = b.sleep(t, w, now, what)
 		if v := 1 - w; len(b.rt.workers) > 1 && rng.IntN(2) == 0 {
 			b.rt.workers[v].service(now + 1)
 			b.p.Service(v, now+1)
@@ -346,6 +359,7 @@ func TestSimulatorIdleAsEngine(t *testing.T) {
 		b.p.Service(w, now+4)
 		b.same(t, what)
 	})
+	require.Greater(t, charged, 1000, "scenarios in which going idle charged a running rank")
 }
 
 // next empties a worker's banks in the same order on both.
@@ -362,8 +376,8 @@ func TestSimulatorNextAsEngine(t *testing.T) {
 func TestSimulatorSteerAsEngine(t *testing.T) {
 	scenarios(t, 0x57ee, func(i int, b pair, rng *rand.Rand, w int, now int64) {
 		what := fmt.Sprintf("scenario %d, steering at %d", i, now)
-		if b.rt.workers[w].cur == policy.NoRank && rng.IntN(2) == 0 {
-			b.sleep(t, w, now, what)
+		if rng.IntN(2) == 0 {
+			now = b.sleep(t, w, now, what)
 		}
 		for range 1 + rng.IntN(3) {
 			b.steer(t, rng.IntN(3), int32(rng.IntN(6)), now, what)
@@ -373,17 +387,69 @@ func TestSimulatorSteerAsEngine(t *testing.T) {
 	})
 }
 
+// holderThread is an OS thread for the watchdog's probe to read (gor.tid):
+// a goroutine locked to it blocks on cmd, so that the thread sleeps in the
+// kernel, and on a command computes until its processor clock advanced.
+type holderThread struct {
+	tid  int32 // 0: this OS gives no thread id, and the probe knows nothing
+	cmd  chan struct{}
+	done chan struct{}
+}
+
+func startHolderThread(t *testing.T) *holderThread {
+	h := &holderThread{cmd: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan int32)
+	go func() {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		tid, _ := spanClock()
+		ready <- tid
+		for range h.cmd {
+			for start := threadCPU(tid); threadCPU(tid) <= start; {
+			}
+			h.done <- struct{}{}
+		}
+	}()
+	h.tid = <-ready
+	t.Cleanup(func() { close(h.cmd) })
+	return h
+}
+
+// parked waits until the thread sleeps in the kernel and gives its
+// processor time, which stays put while it sleeps.
+func (h *holderThread) parked(t *testing.T) int64 {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a thread that never parks, not a slow one
+	for threadRunnable(h.tid) {
+		require.True(t, time.Now().Before(deadline), "the holder's OS thread does not sleep")
+		goruntime.Gosched()
+	}
+	return threadCPU(h.tid)
+}
+
+// What the watchdog's probe finds of the stuck thread's OS thread.
+const (
+	osUnknown   = iota // no thread id, or no processor clock on this OS
+	osComputing        // it ran through the whole time since the last sample
+	osBlocked          // it slept in the kernel for a round since the last sample
+)
+
 // The watchdog's look at a worker whose goroutine runs a thread's code
 // (watch.look): its count of ticks without a pass through the scheduler,
 // its verdict and the rank it would revoke below, with another worker
-// asleep or not, are the same on both.
+// asleep or not, and with what the probe of the holder's OS thread finds
+// (unknown, computing, blocked), are the same on both. Every verdict
+// occurs; where the OS tells, a computing thread is revoked as busy and a
+// blocked one as blocked.
 func TestSimulatorWatchdogAsEngine(t *testing.T) {
+	ht := startHolderThread(t)
+	seen := map[[2]int]int{} // by what the probe found and the verdict
 	scenarios(t, 0x3a7c, func(i int, b pair, rng *rand.Rand, w int, now int64) {
 		what := fmt.Sprintf("scenario %d, the watchdog's look at worker %d at %d", i, w, now)
 		x := b.rt.workers[w]
-		if v := 1 - w; len(b.rt.workers) > 1 && b.rt.workers[v].cur == policy.NoRank && rng.IntN(2) == 0 {
-			b.sleep(t, v, now, what) // then somebody waits for w's spare threads
-			if rng.IntN(2) == 0 {    // w takes its request: the sleeper waits all the same
+		if v := 1 - w; len(b.rt.workers) > 1 && rng.IntN(2) == 0 {
+			now = b.sleep(t, v, now, what) // then somebody waits for w's spare threads
+			if rng.IntN(2) == 0 {          // w takes its request: the sleeper waits all the same
 				x.service(now + 1)
 				b.p.Service(w, now+1)
 			}
@@ -407,13 +473,37 @@ func TestSimulatorWatchdogAsEngine(t *testing.T) {
 		} else {
 			now += 1 + rng.Int64N(int64(b.rt.quantum)) // past it or not
 		}
-		verdict, below, after := b.p.Look(w, now)
+		os := osUnknown
+		if ht.tid != 0 && threadCPU(ht.tid) >= 0 {
+			os = rng.IntN(3)
+		}
+		switch os {
+		case osComputing:
+			prev := ht.parked(t)
+			ht.cmd <- struct{}{}
+			<-ht.done
+			ran := ht.parked(t) - prev
+			h.tid.Store(ht.tid)
+			wt.cpu, wt.at = prev, now-ran
+		case osBlocked:
+			h.tid.Store(ht.tid)
+			wt.cpu, wt.at = ht.parked(t), now-int64(b.rt.quantum)
+		}
+		verdict, below, after := b.p.Look(w, now, os != osUnknown, os == osComputing)
 		idle, _ := b.rt.sleeping()
 		_, gotVerdict, gotBelow := wt.look(x, idle, now, policy.RoundTicks(int64(b.rt.quantum), int64(b.rt.interrupt)))
-		require.Equal(t, []int{int(verdict), below, after}, []int{int(gotVerdict), int(gotBelow), wt.ticks}, "%s: verdict, rank below and ticks, simulator (expected) against engine (actual)", what)
+		require.Equal(t, []int{int(verdict), below, after}, []int{int(gotVerdict), int(gotBelow), wt.ticks}, "%s, the OS's answer %d: verdict, rank below and ticks, simulator (expected) against engine (actual)", what, os)
+		seen[[2]int{os, int(verdict)}]++
 		b.wake(t, now, what)
 		b.same(t, what)
 	})
+	for _, v := range []policy.Verdict{policy.Wait, policy.RevokeBusy, policy.RevokeBlocked} {
+		require.Positive(t, seen[[2]int{osUnknown, int(v)}], "verdict %d with nothing known of the OS thread", v)
+	}
+	if ht.tid != 0 && threadCPU(ht.tid) >= 0 {
+		require.Positive(t, seen[[2]int{osComputing, int(policy.RevokeBusy)}], "a computing thread revoked as busy")
+		require.Positive(t, seen[[2]int{osBlocked, int(policy.RevokeBlocked)}], "a blocked thread revoked as blocked")
+	}
 }
 
 // A stretch in which the worker's OS thread did not run (the OS gave its

@@ -190,11 +190,15 @@ func (p *Probe) Watch(w, ticks int, moved bool) {
 
 // Look is the watchdog's look at worker w at a tick at now (watch.look):
 // its verdict, the rank it would revoke below, and its count of ticks
-// afterwards.
-func (p *Probe) Look(w int, now int64) (v policy.Verdict, below, ticks int) {
+// afterwards. The simulator has no OS threads to ask, so its own look
+// decides as the engine's does where the OS tells nothing; known and
+// computing are what the engine's probe of the stuck thread found (the
+// thread's processor time and state, watch.computing), and Look corrects
+// the verdict with them as the engine does (policy.Measured).
+func (p *Probe) Look(w int, now int64, known, computing bool) (v policy.Verdict, below, ticks int) {
 	idle, _ := p.s.sleeping()
 	v, below = p.s.look(w, idle, now, policy.RoundTicks(p.s.p.Quantum, p.s.p.Interrupt))
-	return v, below, p.s.ticks[w]
+	return policy.Measured(v, known, computing), below, p.s.ticks[w]
 }
 
 // Observe gives worker w's state at the end of a scenario: it takes the
