@@ -134,7 +134,13 @@ type Config struct {
 	// stops the runtime from giving the process's threads short time
 	// slices while goroutines outside its workers compute (the network
 	// poller's thread then waits for their slices to end; see
-	// ShortTimeSlices).
+	// ShortTimeSlices), and from lowering: where the process may give a
+	// thread its normal policy back, a worker's OS thread runs in the idle
+	// class while it runs a priority below one with a share in the
+	// criterion, so that the threads that wake the top priority take its
+	// core at once; lowering is off while the collector works and while
+	// goroutines outside the workers compute. A lowered priority computes
+	// on what the rest of the machine leaves, as a nice batch job does.
 	KeepOSPriority bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an

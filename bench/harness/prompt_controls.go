@@ -57,7 +57,8 @@ const (
 // then often taken when the network poller returns with the echo's
 // goroutines, which wait on the global run queue for the next scheduling
 // point, up to Go's 10 ms preemption. Four spare Ps gave a lower floor
-// than one beside batch+2go (docs/results.md); idle Ps cost nothing.
+// than one beside batch+2go (docs/results.md at 7116a69^, "The prompt
+// experiment's controls"); idle Ps cost nothing.
 const floorSpareProcs = 4
 
 // promptPlainSteps are the plain controls' steps, marked as baselines so

@@ -54,6 +54,9 @@ type gor struct {
 	// held is the worker whose token g was given last (start, resume,
 	// adopt): invariants T3 and M5 (PROTOCOLS.md).
 	held atomic.Pointer[worker]
+	// lowTid is the OS thread g lowered to the idle class, 0 if none:
+	// stored by g, taken (swapped to 0) by whoever raises it (lower.go).
+	lowTid atomic.Int32
 
 	// Private to the goroutine and written at every fork and preemption
 	// point: padded off the fields above and off neighbouring objects, so

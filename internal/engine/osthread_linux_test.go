@@ -270,3 +270,48 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
 		"the short slices stayed after the goroutine ended")
 }
+
+// TestLowering: a thread of a rank below one with a share runs in the idle
+// class (lower.go, O1), a thread of the top rank on a thread of the normal
+// class; a collection turns lowering off and raises the lowered thread
+// (O3); Close leaves no thread of the process lowered; KeepOSPriority
+// (Demote off) lowers nothing.
+func TestLowering(t *testing.T) {
+	if !canRaise() {
+		t.Skip("this process may not raise a thread it lowered (no CAP_SYS_NICE)")
+	}
+	for _, demote := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lowered", false: "kept"}[demote], func(t *testing.T) {
+			rt, lo, hi := levelsWith(t, 1, 50, 50, func(cfg *Config) { cfg.Demote = demote })
+			var stop atomic.Bool
+			var tid atomic.Int32
+			spun := submit(t, rt, lo, func(tk *Task) {
+				end := time.Now().Add(patience)
+				for !stop.Load() && time.Now().Before(end) {
+					tid.Store(gettid()) // a revocation may move the thread to another OS thread
+					tk.Yield()          // cooperative: a preemption point at every turn
+				}
+			})
+			require.True(t, eventually(func() bool { return tid.Load() != 0 }))
+			lowered := func() bool { return policyOf(tid.Load()) == unix.SCHED_IDLE }
+			if demote {
+				require.True(t, eventually(lowered), "the low rank's thread lowered")
+			} else {
+				time.Sleep(20 * time.Millisecond) // twenty ticks
+				require.False(t, lowered(), "KeepOSPriority lowers nothing")
+			}
+			var hiPolicy atomic.Int32
+			submit(t, rt, hi, func(*Task) { hiPolicy.Store(int32(policyOf(gettid()))) }).Wait()
+			assert.Equal(t, int32(unix.SCHED_NORMAL), hiPolicy.Load(), "the top rank runs in the normal class")
+			if demote {
+				require.True(t, eventually(lowered), "lowered again once the low rank runs")
+				goruntime.GC() // a collection turns lowering off for policy.CollectorQuiet
+				assert.True(t, eventually(func() bool { return !lowered() }), "raised while the collector works")
+			}
+			stop.Store(true)
+			spun.Wait()
+			require.NoError(t, rt.Close())
+			assert.Empty(t, idleThreads(t), "no thread lowered after Close")
+		})
+	}
+}

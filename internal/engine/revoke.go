@@ -285,6 +285,7 @@ func (g *gor) unlock() {
 	if !g.locked || g.pinned {
 		return
 	}
+	g.raise() // O2
 	g.tid.Store(0)
 	g.forget()
 	g.locked = false
@@ -312,6 +313,9 @@ func (g *gor) leave() {
 	}
 	m := g.userMode()
 	g.lock() // before the store of the mode, for the revoker: see above
+	if r >= 0 {
+		g.follow(int(r))
+	}
 	g.mode.Store(m)
 }
 
@@ -385,6 +389,7 @@ func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	// Invariant M5 (PROTOCOLS.md): the worker we took is the one h was
 	// given last, h.held, not necessarily w.
 	v := h.held.Load()
+	h.raise() // O2
 	v.detMu.Lock()
 	if busy {
 		v.detBusy++
@@ -490,6 +495,9 @@ func (rt *Runtime) seize(r, here int32) *worker {
 			stale := now-w.lastService.Load() >= int64(policy.StaleAfter)
 			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
 				continue
+			}
+			if stale {
+				w.raiseStuck() // O4: it may be starved in the scheduler, where no revocation reaches it
 			}
 			if v := rt.revoke(w, w.holder.Load(), r, true); v != nil {
 				if stale {

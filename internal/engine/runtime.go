@@ -126,6 +126,7 @@ type osTuning struct {
 
 	detBusy  atomic.Int32 // detached goroutines that may compute: revokers add, each takes itself away as it comes back (detachEnded)
 	detached detachedList // those of them that may be demoted, under its lock (M7)
+	low      lowering     // ranks whose threads run in the idle class (lower.go)
 }
 
 // Of gives the engine behind a public *runtime.Runtime (nil for a nil one).
@@ -161,7 +162,7 @@ func New(cfg Config) *Runtime {
 			onPanic:     cfg.OnPanic,
 			epoch:       time.Now(),
 		},
-		osTuning: osTuning{demote: cfg.Demote},
+		osTuning: osTuning{demote: cfg.Demote, low: lowering{enabled: cfg.Demote && canRaise()}},
 	}
 	for _, p := range rt.ranks {
 		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))
@@ -258,6 +259,7 @@ func (rt *Runtime) Close() error {
 	}
 	rt.stopping.Store(true)
 	rt.ticker.stop()
+	rt.hold() // for good: nothing lowers a thread after Close (O3)
 	for _, w := range rt.workers {
 		w.wake()
 	}

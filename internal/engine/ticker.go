@@ -72,7 +72,9 @@ func (tk *ticker) adjust(rt *Runtime) {
 		case <-tk.quit:
 			return
 		case want := <-tk.ps:
+			rt.hold() // a change stops the world (O3)
 			raised := reserveP(want - rt.extraPs)
+			rt.release()
 			rt.extraPs = want
 			if short := raised && rt.demote && !rt.sliced; short != rt.slicedNow {
 				shortenSlices(short)
@@ -194,6 +196,9 @@ func (tk *ticker) run(rt *Runtime) {
 		}
 		for i, w := range rt.workers {
 			h, verdict, below := ws[i].look(w, idle, now, roundTicks)
+			if ws[i].ticks > 0 {
+				w.raiseStuck() // O4: a tick without a pass through the scheduler
+			}
 			if verdict != policy.Wait {
 				if v := rt.revoke(w, h, below, verdict == policy.RevokeBusy); v != nil {
 					v.stats.rescues.Add(1)
@@ -201,9 +206,11 @@ func (tk *ticker) run(rt *Runtime) {
 				}
 			}
 		}
-		if collecting := tk.gc.active(now); rt.demote && rt.detBusy.Load() > 0 {
+		collecting := tk.gc.active(now)
+		if rt.demote && rt.detBusy.Load() > 0 {
 			rt.detached.demote(now, collecting)
 		}
+		rt.lowerFor(rt.crit.Load(), collecting || tk.fit.asked > 0)
 		tk.fitPs(rt)
 	}
 }

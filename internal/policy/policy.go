@@ -45,8 +45,8 @@ func RoundEnd(now, q int64) int64 { return (now/q + 1) * q }
 // configuration gives none: the whole round, so that only the share bound
 // of MayBorrow limits borrowing. A per-round budget of a twentieth stopped
 // an interactive priority whose requests came faster than a few a round
-// while it used less than its share (docs/results.md, "Borrowing while
-// under the share"); a smaller budget still caps what one round lends.
+// while it used less than its share (docs/results.md at a954a6a^,
+// "Borrowing while under the share"); a smaller budget still caps what one round lends.
 func DefaultBudget(q int64) int64 { return q }
 
 // Choose is the worker's choice of the rank to run. top is the highest rank
@@ -152,8 +152,8 @@ func DecayTotal(total, start, now, q int64) int64 {
 // share and the criterion still bounds everyone's stretch. The earlier rule
 // (borrow only a priority that became ready lately, up to a twentieth of
 // each round) barred the interactive priority too once its requests came
-// faster than rounds began (docs/results.md, "Borrowing while under the
-// share"). The budget, per rank, caps what one round lends where the
+// faster than rounds began (docs/results.md at a954a6a^, "Borrowing while
+// under the share"). The budget, per rank, caps what one round lends where the
 // configuration asks for it.
 func MayBorrow(used, total int64, share float64, borrowed, budget int64, running bool, since, now int64) bool {
 	if running {

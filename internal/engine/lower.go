@@ -1,0 +1,152 @@
+package engine
+
+import (
+	goruntime "runtime"
+	"sync/atomic"
+
+	"github.com/fairlyprompt/fairly/fairness"
+)
+
+// Lowered ranks: a worker's OS thread follows the rank it runs. A holder
+// that runs thread code of a rank below one with a share runs it in Linux's
+// idle class, so that the network poller, timers and the top priority's
+// goroutines, woken, take its core at once instead of waiting for the next
+// scheduler tick. The invariants O1-O4 and why they hold: PROTOCOLS.md,
+// "Lowered ranks".
+
+// lowMaskOf is the mask of lowered ranks under criterion c over the frozen
+// order ranks: bit r is set when some rank above r in the partial order
+// has a share. Ranks from 64 up are never lowered.
+func lowMaskOf(c *fairness.Criterion, order *fairness.Order, ranks []fairness.Priority) uint64 {
+	var mask uint64
+	for r := 0; r < len(ranks) && r < 64; r++ {
+		for above := r + 1; above < len(ranks); above++ {
+			if c.ShareByRank(above) > 0 && order.LessEq(ranks[r], ranks[above]) {
+				mask |= 1 << r
+				break
+			}
+		}
+	}
+	return mask
+}
+
+// lowering is a runtime's state of lowered ranks.
+type lowering struct {
+	// enabled: Config.Demote and canRaise; fixed by New.
+	enabled bool
+	// mask is the set of lowered ranks now, 0 while lowering is off (O3).
+	// Stored by the ticker (and by adjust and Close through hold), read in
+	// leave.
+	mask atomic.Uint64
+	// holds counts reasons to keep lowering off (a GOMAXPROCS change in
+	// progress, Close): while it is above zero, mask stays 0.
+	holds atomic.Int32
+	// want is the mask the criterion asks for, kept by the ticker, and
+	// crit the criterion it was computed for; the ticker's.
+	want uint64
+	crit *fairness.Criterion
+}
+
+// lowered reports whether rank r runs lowered now.
+func (l *lowering) lowered(r int) bool { return r < 64 && l.mask.Load()>>uint(r)&1 != 0 }
+
+// lowerFor updates, at a tick, the lowered ranks for the criterion c; off
+// says lowering must be off (the collector runs, or Ps are reserved for
+// others). It raises every lowered thread when lowering goes off (O3).
+func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool) {
+	l := &rt.low
+	if !l.enabled {
+		return
+	}
+	if c != l.crit {
+		l.crit, l.want = c, lowMaskOf(c, rt.order, rt.ranks)
+	}
+	mask := l.want
+	if off || l.holds.Load() > 0 {
+		mask = 0
+	}
+	if l.mask.Swap(mask) != mask && mask == 0 {
+		rt.raiseAll()
+	}
+}
+
+// hold turns lowering off until release, raising every lowered thread
+// first (O3): around a stop of the world, and for good at Close. The ticker
+// turns it back on at its next tick after the release.
+func (rt *Runtime) hold() {
+	if !rt.low.enabled {
+		return
+	}
+	rt.low.holds.Add(1)
+	rt.low.mask.Store(0)
+	rt.raiseAll()
+}
+
+// release ends a hold.
+func (rt *Runtime) release() {
+	if rt.low.enabled {
+		rt.low.holds.Add(-1)
+	}
+}
+
+// raiseAll raises the threads of every worker's holder (O3).
+func (rt *Runtime) raiseAll() {
+	for _, w := range rt.workers {
+		w.raiseStuck()
+	}
+}
+
+// raiseStuck raises the thread of w's holder, if lowered (O3, O4).
+func (w *worker) raiseStuck() {
+	if h := w.holder.Load(); h != nil {
+		h.raise()
+	}
+}
+
+// follow puts g's OS thread, locked, into the class of rank r, which g's
+// worker is about to run (O1): lowered if r is, else normal.
+func (g *gor) follow(r int) {
+	if g.caller {
+		return // an ordinary goroutine's thread in RunHere is the program's
+	}
+	low := g.rt.low.lowered(r)
+	if low == (g.lowTid.Load() != 0) {
+		return
+	}
+	if !low {
+		g.raise()
+		return
+	}
+	tid := g.tid.Load()
+	if tid == 0 || !demote(tid) {
+		return
+	}
+	g.lowTid.Store(tid)
+	if !g.rt.low.lowered(r) { // lowering went off meanwhile (O3)
+		g.raise()
+	}
+}
+
+// raise gives g's thread the normal class back if g lowered it and nobody
+// raised it since. Anyone may call it (O2-O4): the swap hands the thread's
+// id to one caller only.
+func (g *gor) raise() {
+	if tid := g.lowTid.Swap(0); tid != 0 {
+		promote(tid)
+	}
+}
+
+// canRaise reports whether this process may raise a thread it lowered:
+// a probe goroutine lowers and raises its own thread, which ends with it.
+// Each New asks anew (a thread started and ended): the answer may change
+// with the process's capabilities.
+func canRaise() bool {
+	ok := make(chan bool)
+	go func() {
+		goruntime.LockOSThread()
+		_, tid := threadKey()
+		ok <- tid != 0 && demote(tid) && promote(tid)
+		// The goroutine ends locked: Go ends its thread, whatever its class.
+	}()
+	return <-ok
+}
