@@ -190,29 +190,32 @@ func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
 // processor time is not known, time since the revocation counts. While the
 // collector works (collecting) it promotes the demoted threads back
 // instead; one that Linux does not let it promote stays demoted, for
-// settle to pin (M8).
-func (l *detachedList) demote(now int64, collecting bool) {
+// settle to pin (M8). It returns how many have computed that long: they
+// hold a P each for a while, and the ticker reserves one for each (P5).
+func (l *detachedList) demote(now int64, collecting bool) (long int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, g := range l.gors {
 		tid := g.tid.Load()
+		ran := now - g.detSince.Load()
+		if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
+			ran = cpu - g.detCPU
+		}
+		stale := ran >= int64(policy.StaleAfter)
+		if stale {
+			long++
+		}
 		if collecting {
 			if g.demoted && promote(tid) {
 				g.demoted = false
 			}
 			continue
 		}
-		if g.demoted || tid == 0 {
-			continue
-		}
-		ran := now - g.detSince.Load()
-		if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
-			ran = cpu - g.detCPU
-		}
-		if ran >= int64(policy.StaleAfter) {
+		if !g.demoted && tid != 0 && stale {
 			g.demoted = demote(tid)
 		}
 	}
+	return long
 }
 
 // collector tells whether Go's collector has started a cycle lately: the

@@ -207,11 +207,12 @@ func (tk *ticker) run(rt *Runtime) {
 			}
 		}
 		collecting := tk.gc.active(now)
+		long := 0
 		if rt.demote && rt.detBusy.Load() > 0 {
-			rt.detached.demote(now, collecting)
+			long = rt.detached.demote(now, collecting)
 		}
 		rt.lowerFor(rt.crit.Load(), collecting || tk.fit.asked > 0)
-		tk.fitPs(rt)
+		tk.fitPs(rt, long)
 	}
 }
 
@@ -243,7 +244,7 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 // and one per worker, whether the worker sleeps or not (its P is the
 // worker's, ready for when it wakes). Threads detached from their worker
 // that compute count among them.
-func (tk *ticker) fitPs(rt *Runtime) {
+func (tk *ticker) fitPs(rt *Runtime, long int) {
 	if rt.reserved == 0 || goruntime.GOMAXPROCS(0) <= len(rt.workers) {
 		return // KeepGOMAXPROCS, or the program has taken GOMAXPROCS over (procs.go)
 	}
@@ -262,7 +263,11 @@ func (tk *ticker) fitPs(rt *Runtime) {
 		others = tk.sched.demand() - 1 - len(rt.workers)
 	}
 	now := rt.now()
-	need := tk.fit.need(now, others, goruntime.NumCPU())
+	// Threads detached from a worker that have computed for long hold
+	// their P for a while too; reserving one for each at once, beside the
+	// others' smoothed count, keeps a P free while library calls without
+	// preemption points come and go faster than policy.OthersFor (P5).
+	need := max(tk.fit.need(now, others, goruntime.NumCPU()), long)
 	if n, ok := tk.fit.next(now, need); ok {
 		tk.ask(n)
 	}
