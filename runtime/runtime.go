@@ -138,9 +138,9 @@ type Config struct {
 	// thread its normal policy back, a worker's OS thread runs in the idle
 	// class while it runs a priority below one with a share in the
 	// criterion, so that the threads that wake the top priority take its
-	// core at once; lowering is off while the collector works and while
-	// goroutines outside the workers compute. A lowered priority computes
-	// on what the rest of the machine leaves, as a nice batch job does.
+	// core at once; lowering is off while the collector works, while
+	// goroutines outside the workers compute, and for a second after a
+	// lowered thread was kept from the processors by other processes.
 	KeepOSPriority bool
 	// IndependentRounds makes each worker draw its own primary priority each
 	// round, as in the paper, instead of all workers sharing the draw of an

@@ -2,16 +2,18 @@ package engine
 
 import (
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
 // Lowered ranks: a worker's OS thread follows the rank it runs. A holder
 // that runs thread code of a rank below one with a share runs it in Linux's
 // idle class, so that the network poller, timers and the top priority's
 // goroutines, woken, take its core at once instead of waiting for the next
-// scheduler tick. The invariants O1-O4 and why they hold: PROTOCOLS.md,
+// scheduler tick. The invariants O1-O5 and why they hold: PROTOCOLS.md,
 // "Lowered ranks".
 
 // lowMaskOf is the mask of lowered ranks under criterion c over the frozen
@@ -41,19 +43,35 @@ type lowering struct {
 	// holds counts reasons to keep lowering off (a GOMAXPROCS change in
 	// progress, Close): while it is above zero, mask stays 0.
 	holds atomic.Int32
-	// want is the mask the criterion asks for, kept by the ticker, and
-	// crit the criterion it was computed for; the ticker's.
-	want uint64
-	crit *fairness.Criterion
+	// mu guards gors, the goroutines whose OS thread is lowered now (O3):
+	// a goroutine adds itself as it lowers, whoever raises it removes it.
+	mu   sync.Mutex
+	gors map[*gor]struct{}
+	// The ticker's: want is the mask the criterion asks for and crit the
+	// criterion it was computed for; offUntil is when lowering may come
+	// back after a lowered holder was seen starved (O5); seen holds, per
+	// worker, the holder and its thread's processor time at the last tick.
+	want     uint64
+	crit     *fairness.Criterion
+	offUntil int64
+	seen     []starveWatch
+}
+
+// starveWatch is what the ticker saw of a worker's lowered holder.
+type starveWatch struct {
+	g       *gor
+	cpu, at int64
 }
 
 // lowered reports whether rank r runs lowered now.
 func (l *lowering) lowered(r int) bool { return r < 64 && l.mask.Load()>>uint(r)&1 != 0 }
 
-// lowerFor updates, at a tick, the lowered ranks for the criterion c; off
-// says lowering must be off (the collector runs, or Ps are reserved for
-// others). It raises every lowered thread when lowering goes off (O3).
-func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool) {
+// lowerFor updates, at a tick at now, the lowered ranks for the criterion
+// c; off says lowering must be off (the collector runs, or Ps are reserved
+// for others). It raises every lowered thread when lowering goes off (O3),
+// and turns it off for policy.CalmWindow when a lowered holder starves
+// (O5).
+func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool, now int64) {
 	l := &rt.low
 	if !l.enabled {
 		return
@@ -61,13 +79,48 @@ func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool) {
 	if c != l.crit {
 		l.crit, l.want = c, lowMaskOf(c, rt.order, rt.ranks)
 	}
+	if rt.starving(now) {
+		l.offUntil = now + int64(policy.CalmWindow)
+	}
 	mask := l.want
-	if off || l.holds.Load() > 0 {
+	if off || l.holds.Load() > 0 || now < l.offUntil {
 		mask = 0
 	}
 	if l.mask.Swap(mask) != mask && mask == 0 {
 		rt.raiseAll()
 	}
+}
+
+// starving reports whether, since the last tick, some worker's holder
+// stayed lowered and runnable and got less than 1/policy.ComputingFraction
+// of the time on a processor: threads of other processes (or of this one,
+// outside the runtime) keep the cores, and a lowered holder would wait for
+// them with everything queued at its worker (O5).
+func (rt *Runtime) starving(now int64) bool {
+	l := &rt.low
+	if l.seen == nil {
+		l.seen = make([]starveWatch, len(rt.workers))
+	}
+	starved := false
+	for i, w := range rt.workers {
+		sw := &l.seen[i]
+		h := w.holder.Load()
+		tid := int32(0)
+		if h != nil && w.sleeper.Load() == nil {
+			tid = h.lowTid.Load()
+		}
+		if tid == 0 {
+			sw.g = nil
+			continue
+		}
+		cpu := threadCPU(tid)
+		if sw.g == h && sw.cpu >= 0 && cpu >= 0 && now > sw.at &&
+			policy.ComputingFraction*(cpu-sw.cpu) < now-sw.at && threadRunnable(tid) {
+			starved = true
+		}
+		sw.g, sw.cpu, sw.at = h, cpu, now
+	}
+	return starved
 }
 
 // hold turns lowering off until release, raising every lowered thread
@@ -89,14 +142,21 @@ func (rt *Runtime) release() {
 	}
 }
 
-// raiseAll raises the threads of every worker's holder (O3).
+// raiseAll raises every lowered thread of the runtime (O3).
 func (rt *Runtime) raiseAll() {
-	for _, w := range rt.workers {
-		w.raiseStuck()
+	l := &rt.low
+	l.mu.Lock()
+	gs := make([]*gor, 0, len(l.gors))
+	for g := range l.gors {
+		gs = append(gs, g)
+	}
+	l.mu.Unlock()
+	for _, g := range gs {
+		g.raise()
 	}
 }
 
-// raiseStuck raises the thread of w's holder, if lowered (O3, O4).
+// raiseStuck raises the thread of w's holder, if lowered (O4).
 func (w *worker) raiseStuck() {
 	if h := w.holder.Load(); h != nil {
 		h.raise()
@@ -121,6 +181,13 @@ func (g *gor) follow(r int) {
 	if tid == 0 || !demote(tid) {
 		return
 	}
+	l := &g.rt.low
+	l.mu.Lock()
+	if l.gors == nil {
+		l.gors = map[*gor]struct{}{}
+	}
+	l.gors[g] = struct{}{}
+	l.mu.Unlock()
 	g.lowTid.Store(tid)
 	if !g.rt.low.lowered(r) { // lowering went off meanwhile (O3)
 		g.raise()
@@ -133,6 +200,10 @@ func (g *gor) follow(r int) {
 func (g *gor) raise() {
 	if tid := g.lowTid.Swap(0); tid != 0 {
 		promote(tid)
+		l := &g.rt.low
+		l.mu.Lock()
+		delete(l.gors, g)
+		l.mu.Unlock()
 	}
 }
 

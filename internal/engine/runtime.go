@@ -254,12 +254,12 @@ func (rt *Runtime) Close() error {
 		return nil
 	}
 	rt.closing.Store(true)
+	rt.hold() // for good: the threads that must end run in the normal class (O3)
 	for !rt.quiescent() {
 		time.Sleep(policy.ClosePoll)
 	}
 	rt.stopping.Store(true)
 	rt.ticker.stop()
-	rt.hold() // for good: nothing lowers a thread after Close (O3)
 	for _, w := range rt.workers {
 		w.wake()
 	}

@@ -211,7 +211,7 @@ func (tk *ticker) run(rt *Runtime) {
 		if rt.demote && rt.detBusy.Load() > 0 {
 			long = rt.detached.demote(now, collecting)
 		}
-		rt.lowerFor(rt.crit.Load(), collecting || tk.fit.asked > 0)
+		rt.lowerFor(rt.crit.Load(), collecting || tk.fit.asked > 0, now)
 		tk.fitPs(rt, long)
 	}
 }
