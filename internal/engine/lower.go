@@ -183,9 +183,6 @@ func (g *gor) follow(r int) {
 	}
 	l := &g.rt.low
 	l.mu.Lock()
-	if l.gors == nil {
-		l.gors = map[*gor]struct{}{}
-	}
 	l.gors[g] = struct{}{}
 	l.mu.Unlock()
 	g.lowTid.Store(tid)

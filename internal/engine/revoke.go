@@ -197,11 +197,14 @@ func (l *detachedList) demote(now int64, collecting bool) (long int) {
 	defer l.mu.Unlock()
 	for _, g := range l.gors {
 		tid := g.tid.Load()
-		ran := now - g.detSince.Load()
-		if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
-			ran = cpu - g.detCPU
+		stale := g.demoted // demoted once it had computed long
+		if !stale {
+			ran := now - g.detSince.Load()
+			if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
+				ran = cpu - g.detCPU
+			}
+			stale = ran >= int64(policy.StaleAfter)
 		}
-		stale := ran >= int64(policy.StaleAfter)
 		if stale {
 			long++
 		}
@@ -499,17 +502,19 @@ func (rt *Runtime) seize(r, here int32) *worker {
 			if !stale && !policy.Seizes(int(r), int(w.running.Load()), int(w.primPub.Load()), lends) {
 				continue
 			}
-			if stale {
-				w.raiseStuck() // O4: it may be starved in the scheduler, where no revocation reaches it
-			}
-			if v := rt.revoke(w, w.holder.Load(), r, true); v != nil {
+			v := rt.revoke(w, w.holder.Load(), r, true)
+			if v == nil {
 				if stale {
-					v.stats.rescues.Add(1)
-				} else {
-					v.stats.seizures.Add(1)
+					w.raiseStuck() // O4: it may be starved in the scheduler, where no revocation reaches it
 				}
-				return v
+				continue
 			}
+			if stale {
+				v.stats.rescues.Add(1)
+			} else {
+				v.stats.seizures.Add(1)
+			}
+			return v
 		}
 	}
 	return nil

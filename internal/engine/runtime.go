@@ -162,7 +162,7 @@ func New(cfg Config) *Runtime {
 			onPanic:     cfg.OnPanic,
 			epoch:       time.Now(),
 		},
-		osTuning: osTuning{demote: cfg.Demote, low: lowering{enabled: cfg.Demote && canRaise()}},
+		osTuning: osTuning{demote: cfg.Demote, low: lowering{enabled: cfg.Demote && canRaise(), gors: map[*gor]struct{}{}}},
 	}
 	for _, p := range rt.ranks {
 		rt.labels = append(rt.labels, pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, p.String())))

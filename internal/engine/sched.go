@@ -145,7 +145,7 @@ func (w *worker) newRound(now int64) {
 	w.charge(now)
 	clear(w.borrowed)
 	policy.Decay(w.used, w.roundStart, now, int64(w.rt.quantum))
-	w.total = policy.DecayTotal(w.total, w.roundStart, now, int64(w.rt.quantum))
+	w.total = policy.DecayRecord(w.total, w.roundStart, now, int64(w.rt.quantum))
 	w.roundStart = now
 	for r := range w.banks {
 		if r != w.cur {

@@ -119,17 +119,17 @@ func Charge(wall, cpu int64) int64 {
 // quantum gone by, at least one.
 func Decay(used []int64, start, now, q int64) {
 	for r, x := range used {
-		used[r] = DecayTotal(x, start, now, q)
+		used[r] = DecayRecord(x, start, now, q)
 	}
 }
 
-// DecayTotal ages one record, a worker's record of the time it had, total,
-// as Decay ages each rank's.
-func DecayTotal(total, start, now, q int64) int64 {
-	for k := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q))); k > 0 && total>>UsageShift > 0; k-- {
-		total -= total >> UsageShift
+// DecayRecord ages one record of recent time, x, as Decay ages each rank's:
+// the worker's record of the time it had (total) goes through it too.
+func DecayRecord(x, start, now, q int64) int64 {
+	for k := max(1, int64(RoundOf(now, q))-int64(RoundOf(start, q))); k > 0 && x>>UsageShift > 0; k-- {
+		x -= x >> UsageShift
 	}
-	return total
+	return x
 }
 
 // MayBorrow reports whether a rank with share share of the criterion may

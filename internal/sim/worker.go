@@ -199,7 +199,7 @@ func (w *vworker) newRound(now int64) {
 	w.charge(now)
 	clear(w.borrowed)
 	policy.Decay(w.used, w.roundStart, now, w.s.p.Quantum)
-	w.total = policy.DecayTotal(w.total, w.roundStart, now, w.s.p.Quantum)
+	w.total = policy.DecayRecord(w.total, w.roundStart, now, w.s.p.Quantum)
 	w.roundStart = now
 	for r := range w.banks {
 		if r != w.cur {
