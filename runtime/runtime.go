@@ -94,9 +94,11 @@ type Config struct {
 	// or by donation.
 	NoPromptBorrowing bool
 	// KeepGOMAXPROCS stops the runtime from changing GOMAXPROCS. By default
-	// New raises it to Procs+1: the free P is what lets timers, the network
-	// poller and Await-ed calls wake up promptly while every worker
-	// computes; without it they can wait for Go's own 10 ms preemption.
+	// New raises it to Procs+4: the free Ps are what let timers, the
+	// network poller and Await-ed calls wake up promptly while every worker
+	// computes; without them they can wait for Go's own 10 ms preemption.
+	// Four, not one, so that a goroutine that starts to compute beside the
+	// workers leaves Ps free until the runtime reserves one for it.
 	// While other goroutines compute beside the workers (the program's own,
 	// or threads detached from their worker by a long library call; see
 	// docs/design.md), the ticker raises it by one for each, up to the

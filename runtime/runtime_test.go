@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/internal/policy"
 	"github.com/fairlyprompt/fairly/runtime"
 )
 
@@ -87,16 +88,17 @@ func TestZeroRuntime(t *testing.T) {
 	}
 }
 
-// New raises GOMAXPROCS to Procs+1 but never lowers it, so a program can
+// New raises GOMAXPROCS to Procs+policy.SpareProcs but never lowers it, so a program can
 // keep more Ps free (docs/tuning.md, blocking calls beside fairly); Close
 // gives back what the program had.
 func TestGOMAXPROCSOnlyRaised(t *testing.T) {
 	base := goruntime.GOMAXPROCS(0)
 	defer goruntime.GOMAXPROCS(base)
+	spare := policy.SpareProcs
 	for _, c := range []struct{ set, procs, want int }{
-		{set: 1, procs: 2, want: 3}, // raised to Procs+1
-		{set: 6, procs: 2, want: 6}, // already higher: left alone
-		{set: 3, procs: 2, want: 3}, // exactly Procs+1
+		{set: 1, procs: 2, want: 2 + spare},                 // raised to Procs plus the spares
+		{set: 2 + spare + 3, procs: 2, want: 2 + spare + 3}, // already higher: left alone
+		{set: 2 + spare, procs: 2, want: 2 + spare},         // exactly that
 	} {
 		goruntime.GOMAXPROCS(c.set)
 		rt, err := runtime.New(runtime.Config{Procs: c.procs})

@@ -16,13 +16,14 @@ import (
 // thread blocked in the poller for an idle P, or by Go's system monitor,
 // which looks every 10 ms at best. fairly's workers hold their Ps and enter
 // Go's scheduler only when they hand their token on, so New raises
-// GOMAXPROCS to one P more than the workers: the spare P, idle, watches the
-// network and the timers, and the thread woken there (an Await-ed call, a
-// request read by fairlyhttp) takes a worker at once (RunHere, takeOver).
+// GOMAXPROCS to policy.SpareProcs Ps more than the workers: the spare Ps,
+// idle, watch the network and the timers, and the thread woken there (an
+// Await-ed call, a request read by fairlyhttp) takes a worker at once
+// (RunHere, takeOver).
 //
-// Whatever else computes takes that P: an ordinary goroutine of the
+// Whatever else computes takes those Ps: an ordinary goroutine of the
 // program, a thread detached from its worker (revoke.go), a computing
-// Await-ed call. Then no P is idle, the reader waits up to 10 ms for the
+// Await-ed call, a goroutine Go preempted. Once all are taken no P is idle, the reader waits up to 10 ms for the
 // monitor to poll and up to 10 ms more in the global run queue for Go's
 // preemption, and so does the ticker itself. So each tick the ticker
 // counts the goroutines that run or wait for a P (runtime/metrics,
@@ -30,10 +31,13 @@ import (
 // scheduler's lock, no stop of the world) and subtracts its own share,
 // itself and one per worker (a sleeping worker's P is idle, but it is the
 // worker's when it wakes). What is left, the others, is the number of Ps
-// the runtime reserves beyond its workers and the spare, once every tick
+// the runtime reserves beyond its workers and the spares, once every tick
 // over policy.OthersFor saw at least that many, and at most one per processor of
 // the machine: past that, the others' goroutines get no more processor
-// time from more Ps, they only take more of it from the workers.
+// time from more Ps, they only take more of it from the workers. Until the
+// reservation is made (policy.OthersFor, and the ticker, a goroutine
+// itself, must get a P to count), the spares take the newcomers; one was
+// not enough (policy.SpareProcs).
 //
 // Invariant P1 (PROTOCOLS.md): a P stays free once the others' demand has
 // been steady for policy.OthersFor and the change it asked for is made.
@@ -61,7 +65,7 @@ import (
 //
 // GOMAXPROCS stays the program's: the value it sets, before New or at any
 // time after, is the floor (base); the runtimes only add Ps above it, up to
-// the sum of their workers and extra Ps plus the spare, and the last Close
+// the sum of their workers and extra Ps plus the spares, and the last Close
 // goes back to the base. A program that sets it, after New, below the
 // workers and the spare (testing.AllocsPerRun sets 1 for its measurement)
 // has taken it over: the runtimes leave it alone, and their tickers count
@@ -85,7 +89,7 @@ var maxprocs struct {
 }
 
 // joinProcs starts a runtime's reservation of its workers' Ps (and the
-// spare).
+// spares).
 func joinProcs(workers int) { fitProcs(workers, 0, 1) }
 
 // reserveP adds n extra Ps (n < 0: gives them back) to a live runtime's
@@ -117,7 +121,7 @@ func fitProcs(workers, extra, users int) bool {
 	m.extra += extra
 	target := m.base
 	if m.users > 0 && !m.held {
-		target = max(target, m.workers+m.extra+1)
+		target = max(target, m.workers+m.extra+policy.SpareProcs)
 	}
 	if target != cur {
 		goruntime.GOMAXPROCS(target)

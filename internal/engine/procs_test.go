@@ -100,25 +100,27 @@ func TestProcsKeepProgramsSetting(t *testing.T) {
 	prev := goruntime.GOMAXPROCS(1)
 	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 
+	spare := policy.SpareProcs
 	joinProcs(2)
-	require.Equal(t, 3, goruntime.GOMAXPROCS(0), "the workers and a spare")
+	require.Equal(t, 2+spare, goruntime.GOMAXPROCS(0), "the workers and the spares")
 	assert.Equal(t, 1, BaseProcs())
 	reserveP(1)
-	assert.Equal(t, 4, goruntime.GOMAXPROCS(0))
+	assert.Equal(t, 3+spare, goruntime.GOMAXPROCS(0))
 	reserveP(-1)
-	assert.Equal(t, 3, goruntime.GOMAXPROCS(0))
+	assert.Equal(t, 2+spare, goruntime.GOMAXPROCS(0))
 	leaveProcs(2, 0)
 	assert.Equal(t, 1, goruntime.GOMAXPROCS(0), "back to the program's")
 
 	joinProcs(2)
-	goruntime.GOMAXPROCS(8) // the program raises it
-	assert.Equal(t, 8, BaseProcs())
+	raise := 4 + spare
+	goruntime.GOMAXPROCS(raise) // the program raises it
+	assert.Equal(t, raise, BaseProcs())
 	reserveP(1)
-	assert.Equal(t, 8, goruntime.GOMAXPROCS(0), "the program's raise stays")
+	assert.Equal(t, raise, goruntime.GOMAXPROCS(0), "the program's raise stays")
 	reserveP(-1)
-	assert.Equal(t, 8, goruntime.GOMAXPROCS(0))
+	assert.Equal(t, raise, goruntime.GOMAXPROCS(0))
 	leaveProcs(2, 0)
-	assert.Equal(t, 8, goruntime.GOMAXPROCS(0), "Close keeps the program's raise")
+	assert.Equal(t, raise, goruntime.GOMAXPROCS(0), "Close keeps the program's raise")
 
 	joinProcs(2)
 	reserveP(1)
@@ -126,7 +128,7 @@ func TestProcsKeepProgramsSetting(t *testing.T) {
 	leaveProcs(2, 1)
 	assert.Equal(t, 5, goruntime.GOMAXPROCS(0), "Close keeps the program's setting")
 
-	// A program that lowers it below the workers and the spare takes it
+	// A program that lowers it below the workers and a spare takes it
 	// over, until it sets a value that holds them again.
 	joinProcs(2)
 	goruntime.GOMAXPROCS(1)
@@ -134,7 +136,7 @@ func TestProcsKeepProgramsSetting(t *testing.T) {
 	assert.Equal(t, 1, goruntime.GOMAXPROCS(0), "the program's lowering stays")
 	goruntime.GOMAXPROCS(3)
 	reserveP(1)
-	assert.Equal(t, 5, goruntime.GOMAXPROCS(0), "raised again above the program's 3")
+	assert.Equal(t, 4+spare, goruntime.GOMAXPROCS(0), "raised again above the program's 3")
 	leaveProcs(2, 2)
 	assert.Equal(t, 3, goruntime.GOMAXPROCS(0))
 }

@@ -222,27 +222,41 @@ func (l *detachedList) demote(now int64, collecting bool) (long int) {
 }
 
 // collector tells whether Go's collector has started a cycle lately: the
-// ticker reads the count of cycles each tick.
+// ticker reads, each tick, the count of the collector's stops of the world.
+// A cycle stops the world as it starts (sweep termination) and as its mark
+// phase ends, so the count changes within a tick of a cycle's start; the
+// count of cycles (runtime/metrics' /gc/cycles/total) changes only as a
+// cycle ends, which is too late: during the mark phase every goroutine's
+// stack is scanned and every P must pass a safe point, and a lowered or
+// demoted thread that waits for a core holds the whole phase up, and with
+// it every goroutine that allocates and must assist the collector (O3,
+// M8).
 type collector struct {
-	cycles [1]metrics.Sample
+	pauses [1]metrics.Sample
 	seen   uint64
 	last   int64 // when the count was last seen to change (-1: never)
 }
 
 func newCollector() collector {
 	c := collector{last: -1}
-	c.cycles[0].Name = "/gc/cycles/total:gc-cycles"
+	c.pauses[0].Name = "/sched/pauses/total/gc:seconds"
 	c.seen = c.read()
 	return c
 }
 
-// read is the number of cycles the collector has started.
+// read is the number of the collector's stops of the world so far. The
+// histogram is read into the same buckets each time: no allocation after
+// the first.
 func (c *collector) read() uint64 {
-	metrics.Read(c.cycles[:])
-	if c.cycles[0].Value.Kind() != metrics.KindUint64 {
+	metrics.Read(c.pauses[:])
+	if c.pauses[0].Value.Kind() != metrics.KindFloat64Histogram {
 		return 0
 	}
-	return c.cycles[0].Value.Uint64()
+	var n uint64
+	for _, b := range c.pauses[0].Value.Float64Histogram().Counts {
+		n += b
+	}
+	return n
 }
 
 // active reports, at now, whether a cycle started within

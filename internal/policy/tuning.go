@@ -176,6 +176,22 @@ const (
 	// thread's share of processor time; older kernels ignore it
 	// (docs/design.md, "Short slices while others compute").
 	ShortSlice = 100_000
+	// SpareProcs is how many Ps the runtimes of a process keep free beyond
+	// their workers and the Ps reserved for others (engine, procs.go,
+	// P1): idle, they watch the network and the timers. One is not
+	// enough. The reservation for others comes only after OthersFor and
+	// needs the ticker, a goroutine, to run; whatever starts to compute
+	// meanwhile (an ordinary goroutine, a library call detached from its
+	// worker, a goroutine Go preempted onto its global run queue, the
+	// collector's workers) takes a free P, and with the one spare taken
+	// the ticker waited too, behind the poller's readers, for Go's 10 ms
+	// preemption: execution traces of the prompt experiment show it as a
+	// load starts. Four is what the experiment's hand-tuned control
+	// keeps; alternated runs beside library calls, the allocating load
+	// and ordinary goroutines measured four against one, and against
+	// three more kept only once others were seen (docs/results.md, "The
+	// prompt experiment"). An idle P costs no processor time.
+	SpareProcs = 4
 	// OthersFor is how long every tick must see goroutines outside the
 	// workers computing before the ticker reserves Ps for them:
 	// goroutines that run for a few milliseconds (a program starting up, a
