@@ -520,7 +520,8 @@ func (rt *Runtime) seize(r, here int32) *worker {
 	return nil
 }
 
-// adopt makes g the holder of w, whose token was free for the taking.
+// adopt makes g the holder of w, whose token was free for the taking
+// (invariant R1, PROTOCOLS.md).
 func (rt *Runtime) adopt(g *gor, w *worker) {
 	g.w = w
 	g.held.Store(w)
