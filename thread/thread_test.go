@@ -666,6 +666,19 @@ func TestNilFunction(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.ErrorIs(t, res, thread.ErrNilFunction)
+	// Await of a nil function panics the thread with ErrNilFunction, before
+	// it lets go of its processor; the thread can recover it and go on.
+	res, err = thread.Run(rt, ps[0], func(c *thread.Ctx) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err, _ = p.(error)
+			}
+		}()
+		thread.Await[int](c, nil)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, thread.ErrNilFunction)
 }
 
 // A thread that Run runs on the calling goroutine (a worker was idle) and
