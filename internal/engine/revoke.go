@@ -92,7 +92,8 @@ const (
 	// The bits from modeWorkerShift up to modeTopShift hold, with
 	// modeUser, the index of the worker whose token the goroutine holds
 	// (T3): a revoker's won compare-and-swap then names the worker it took
-	// (M5), whatever the goroutine did since.
+	// (M5), whatever the goroutine did since. (24 bits: package runtime
+	// makes at most MaxProcs workers.)
 	modeWorkerShift = 8
 	modeWorkerMask  = 1<<24 - 1
 	// The bits from modeTopShift up hold 1 + the highest rank queued in the
