@@ -471,12 +471,10 @@ func TestMisuseErrors(t *testing.T) {
 	}
 }
 
-// Durations at the far ends of time.Duration are accepted and keep the
-// runtime working: spawn, join, sleep and await finish, and Close returns.
-// (The scheduler adds them to clock readings: a sum that overflows must
-// not stop rounds, deals or the ticker for good.)
+// Durations at both ends of what New accepts keep the runtime working:
+// spawn, join, sleep and await finish, and Close returns.
 func TestExtremeDurations(t *testing.T) {
-	huge := time.Duration(math.MaxInt64)
+	huge := runtime.MaxDuration
 	for name, cfg := range map[string]runtime.Config{
 		"huge": {Procs: 2, RoundQuantum: huge, DealInterval: huge, Interrupt: huge, PromptBudget: huge},
 		"tiny": {Procs: 2, RoundQuantum: 1, DealInterval: 1, Interrupt: 1, PromptBudget: 1},
