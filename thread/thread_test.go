@@ -377,10 +377,13 @@ func (st *stress) check(t *testing.T) {
 		want[stressSleep], want[stressAwait], want[stressPanic], want[stressYield])
 }
 
-// TestStressRun: ordinary goroutines Run top-priority trees (each Run on the
-// caller's goroutine, taking a sleeping or a seized worker, or submitted)
-// while lower-priority loops keep the workers busy; every leaf runs once
-// and the displaced loops compute right.
+// TestStressRun: ordinary goroutines, and functions that threads Await, Run
+// top-priority trees (each Run on the caller's goroutine, taking a sleeping
+// or a seized worker, or submitted) while lower-priority loops keep the
+// workers busy, forking (Fork2) and splitting parallel loops (For, whose
+// Wanted points a seizure meets); every leaf runs once and the displaced
+// loops compute right. A seizure from an Await beside a parallel loop is
+// the shape of the race of M5 (PROTOCOLS.md).
 func TestStressRun(t *testing.T) {
 	// P = 8 on this project's 2-core machines: several workers share each
 	// core, so seizures find workers on the caller's core and elsewhere.
@@ -400,6 +403,10 @@ func stressRun(t *testing.T, procs int) {
 				if fib2(c, 18) != 2584 {
 					bad++
 				}
+				var sum atomic.Int64
+				if err := thread.For(c, 0, 1<<12, func(_ *thread.Ctx, i int) { sum.Add(int64(i)) }); err != nil || sum.Load() != (1<<12)*(1<<12-1)/2 {
+					bad++
+				}
 			}
 			return bad
 		}))
@@ -408,7 +415,7 @@ func stressRun(t *testing.T, procs int) {
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	for k := range callers {
-		wg.Go(func() {
+		runs := func() {
 			for lo := k * per; lo < n; lo += callers * per {
 				v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return st.tree(c, lo, min(lo+per, n)) })
 				if err != nil {
@@ -416,6 +423,16 @@ func stressRun(t *testing.T, procs int) {
 					return
 				}
 				total.Add(int64(v))
+			}
+		}
+		wg.Go(func() {
+			if k%2 == 0 {
+				runs()
+				return
+			}
+			// Half the callers are a low thread's Await-ed function.
+			if _, err := thread.Run(rt, ps[2], func(c *thread.Ctx) struct{} { return thread.Await(c, func() struct{} { runs(); return struct{}{} }) }); err != nil {
+				t.Errorf("the Await of caller %d: %v", k, err)
 			}
 		})
 	}
