@@ -269,18 +269,9 @@ func (w *worker) refuse(r int) {
 	w.bankEntries(r, w.mail[r].Close())
 }
 
-// closeUnwanted closes every open mailbox but the primary one's: a worker
-// must not be sent threads it will not run, or they wait in its bank while
-// a worker that wants them goes without (a mailbox opened in an earlier round
-// or while idle would otherwise stay open). Mailboxes are opened again when
-// the worker looks for work at that rank and has none.
-func (w *worker) closeUnwanted() {
-	for r, open := range w.mopen {
-		if open && r != w.primary {
-			w.refuse(r)
-		}
-	}
-}
+// closeUnwanted closes every open mailbox but the primary one's
+// (policy.Unwanted).
+func (w *worker) closeUnwanted() { policy.Unwanted(w.mopen, w.primary, w.refuse) }
 
 // open opens mailbox r for deals, unless it is already open, and marks it
 // so in the index of open mailboxes.

@@ -164,6 +164,20 @@ func MayBorrow(used, total int64, share float64, borrowed, budget int64, running
 	return float64(used) < share*float64(total) && borrowed < budget
 }
 
+// Unwanted calls refuse for every open mailbox (open[r]) but the primary
+// rank's: a worker must not be sent threads it will not run, or they wait
+// in its bank while a worker that wants them goes without (a mailbox
+// opened in an earlier round or while idle would otherwise stay open).
+// Mailboxes are opened again when the worker looks for work at that rank
+// and has none.
+func Unwanted(open []bool, primary int, refuse func(r int)) {
+	for r, o := range open {
+		if o && r != primary {
+			refuse(r)
+		}
+	}
+}
+
 // Keep is how many threads a deal of bank r must leave to its sender: the
 // youngest, when r is the rank next the sender runs next and that thread is
 // not the running one (rank cur), since a worker never deals the thread it

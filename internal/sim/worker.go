@@ -298,13 +298,7 @@ func (w *vworker) refuse(r int) {
 	w.bankEntries(r, w.mail[r].Close())
 }
 
-func (w *vworker) closeUnwanted() {
-	for r, open := range w.mopen {
-		if open && r != w.primary {
-			w.refuse(r)
-		}
-	}
-}
+func (w *vworker) closeUnwanted() { policy.Unwanted(w.mopen, w.primary, w.refuse) }
 
 func (w *vworker) open(r int) {
 	if !w.mopen[r] && w.mail[r].Open() {
