@@ -173,6 +173,10 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 type detachedList struct {
 	mu   sync.Mutex
 	gors []*gor
+	// The ticker's, for demote: the list as it was read, and the
+	// processor time of each one's thread.
+	seen []*gor
+	cpus []int64
 }
 
 // swap is the revoker's compare-and-swap of h's mode from m to revoked
@@ -208,14 +212,30 @@ func (l *detachedList) swap(h *gor, m, revoked mode, listed bool) bool {
 // settle to pin (M8). It returns how many have computed that long: they
 // hold a P each for a while, and the ticker reserves one for each (P5).
 func (l *detachedList) demote(now int64, collecting bool) (long int) {
+	// The threads' processor times are read outside the lock, a system
+	// call each: seizers wait for the lock in swap, and the ticker, one
+	// thread among more than there are cores, may lose its core in the
+	// middle of the loop (an execution trace showed an echo's seizure
+	// waiting 46 ms for it). Only the class changes need the lock (M7);
+	// a goroutine settled meanwhile is no longer listed and is skipped.
+	l.mu.Lock()
+	l.seen = append(l.seen[:0], l.gors...)
+	l.mu.Unlock()
+	l.cpus = l.cpus[:0]
+	for _, g := range l.seen {
+		l.cpus = append(l.cpus, threadCPU(g.tid.Load()))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, g := range l.gors {
+	for i, g := range l.seen {
+		if !slices.Contains(l.gors, g) {
+			continue
+		}
 		tid := g.tid.Load()
 		stale := g.demoted // demoted once it had computed long
 		if !stale {
 			ran := now - g.detSince.Load()
-			if cpu := threadCPU(tid); cpu >= 0 && g.detCPU >= 0 {
+			if cpu := l.cpus[i]; cpu >= 0 && g.detCPU >= 0 {
 				ran = cpu - g.detCPU
 			}
 			stale = ran >= int64(policy.StaleAfter)
