@@ -133,9 +133,12 @@ func (w *worker) stacked() bool {
 // Two workers that Linux placed on one core hand it to each other at
 // every OS yield (policy.OSYieldEvery), so both look cache-hot to its
 // balancer, which then left them stacked for milliseconds while the other
-// core idled.
+// core idled. Only a worker running the highest rank that has a share
+// moves: a core that two workers of lower ranks leave free serves a
+// thread of a higher rank as it wakes (an Await-ed read) without waiting
+// for their yields, and promptness comes first.
 func (w *worker) unstack() {
-	if !w.stacked() {
+	if w.cur < 0 || w.belowShared() || !w.stacked() {
 		return
 	}
 	var taken uint64
@@ -147,6 +150,17 @@ func (w *worker) unstack() {
 	if cpu := moveToFree(taken); cpu >= 0 {
 		w.cpu.Store(cpu)
 	}
+}
+
+// belowShared reports whether a rank above the one w runs has a share of
+// the criterion.
+func (w *worker) belowShared() bool {
+	for r := w.cur + 1; r < len(w.shares); r++ {
+		if w.shares[r] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // numCPU is the machine's processors, for stacked.
