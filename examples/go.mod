@@ -7,6 +7,7 @@ require (
 	github.com/fairlyprompt/fairly/bench v0.0.0-00010101000000-000000000000
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.46.0
 	gonum.org/v1/plot v0.17.0
 )

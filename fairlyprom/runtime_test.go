@@ -7,12 +7,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fairlyprompt/fairly/fairlyprom"
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
 	"github.com/fairlyprompt/fairly/thread"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func fib(c *thread.Ctx, n int) int {
 	if n < 2 {

@@ -54,6 +54,13 @@ const ProfileLabel = "priority" // the engine sets it; TestProfileLabels checks 
 // workers than cores only time-share the cores.
 const MaxProcs = 1024
 
+// MaxDuration is the longest RoundQuantum, DealInterval, Interrupt and
+// PromptBudget New accepts. The scheduler adds them to clock readings and
+// keeps a record of recent use over 128 rounds: much longer ones would
+// overflow, and a deal interval or quantum that overflows acts as the
+// shortest one, not as never.
+const MaxDuration = 24 * time.Hour
+
 // Config describes a runtime. The zero value is usable: GOMAXPROCS workers,
 // an order with only Top and Bottom, equal shares and the paper's timings.
 type Config struct {
@@ -173,8 +180,8 @@ func init() {
 }
 
 // New starts a runtime. It returns an error wrapping ErrInvalidConfig for
-// negative durations, Procs out of [0, MaxProcs], a Criterion over another
-// order than Order, or an unusable order.
+// durations out of [0, MaxDuration], Procs out of [0, MaxProcs], a
+// Criterion over another order than Order, or an unusable order.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Procs < 0 || cfg.Procs > MaxProcs {
 		return nil, fmt.Errorf("%w: Procs %d is not in [0, %d]", ErrInvalidConfig, cfg.Procs, MaxProcs)
@@ -183,8 +190,8 @@ func New(cfg Config) (*Runtime, error) {
 		name string
 		v    time.Duration
 	}{{"RoundQuantum", cfg.RoundQuantum}, {"DealInterval", cfg.DealInterval}, {"Interrupt", cfg.Interrupt}, {"PromptBudget", cfg.PromptBudget}} {
-		if d.v < 0 {
-			return nil, fmt.Errorf("%w: %s %v is negative", ErrInvalidConfig, d.name, d.v)
+		if d.v < 0 || d.v > MaxDuration {
+			return nil, fmt.Errorf("%w: %s %v is not in [0, %v]", ErrInvalidConfig, d.name, d.v, MaxDuration)
 		}
 	}
 	order, crit := cfg.Order, cfg.Criterion

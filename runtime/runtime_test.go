@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	"math"
 	goruntime "runtime"
 	"testing"
 	"time"
@@ -26,6 +27,10 @@ func TestConfigErrors(t *testing.T) {
 		"negative deal":      {DealInterval: -1},
 		"negative tick":      {Interrupt: -1},
 		"negative budget":    {PromptBudget: -1},
+		"huge quantum":       {RoundQuantum: runtime.MaxDuration + 1},
+		"huge deal":          {DealInterval: math.MaxInt64},
+		"huge tick":          {Interrupt: math.MaxInt64},
+		"huge budget":        {PromptBudget: runtime.MaxDuration + 1},
 		"criterion mismatch": {Order: o, Criterion: oc},
 	} {
 		_, err := runtime.New(cfg)

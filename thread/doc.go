@@ -16,14 +16,17 @@
 // function that returns an error reports them through it, and a function
 // that returns only values behaves like a plain call.
 //
-//   - Join, Handle.Wait, Run, For, Map, Reduce, MapReduce, Group.Wait and
-//     AwaitContext return an error: a panic comes back as a *PanicError
-//     (errors.As gets the value and the stack) and a nil function as
-//     ErrNilFunction. The thread (or AwaitContext's call) that panicked
-//     ends; the runtime and the caller go on.
-//   - Fork2 and Await return only their function's results: a panic goes
-//     on up the caller's stack, as it would from f(x) (and as rayon's join
-//     does), and a nil function panics.
+//   - Join, Handle.Wait and WaitContext, Run and RunContext, For, Map,
+//     Reduce, MapReduce, Group.Wait and AwaitContext return an error: a
+//     panic comes back as a *PanicError (errors.As gets the value and the
+//     stack) and a nil function as ErrNilFunction (for Spawn, Fork, Go and
+//     Group.Go, from the wait for that thread). The thread (or
+//     AwaitContext's call) that panicked ends; the runtime and the caller go
+//     on.
+//   - Fork2, Join2 and Await return only their functions' results: a panic
+//     goes on up the caller's stack, as it would from f(x) (and as rayon's
+//     join does), and a nil function panics.
 //   - A panic that no call will return, in a thread started by Detach or
-//     whose handle nobody joins, goes to the runtime's Config.OnPanic.
+//     whose handle nobody joins, goes to the runtime's Config.OnPanic, and
+//     so does Detach's nil function.
 package thread

@@ -445,6 +445,9 @@ func TestMisuseErrors(t *testing.T) {
 	var none *thread.Handle[int]
 	_, err = none.Wait()
 	assert.ErrorIs(t, err, thread.ErrInvalidHandle)
+	assert.True(t, zero.Done(), "a zero handle's Wait returns at once")
+	assert.True(t, none.Done(), "a nil handle's Wait returns at once")
+	assert.Equal(t, fairness.Priority{}, none.Priority())
 
 	rt, p := forRT(t, 1)
 	v, err := thread.Run(rt, p, func(c *thread.Ctx) error {
@@ -465,6 +468,37 @@ func TestMisuseErrors(t *testing.T) {
 	for _, procs := range []int{-1, runtime.MaxProcs + 1, 1_000_000} {
 		_, err := runtime.New(runtime.Config{Procs: procs})
 		assert.ErrorIs(t, err, runtime.ErrInvalidConfig, "Procs %d", procs)
+	}
+}
+
+// Durations at both ends of what New accepts keep the runtime working:
+// spawn, join, sleep and await finish, and Close returns.
+func TestExtremeDurations(t *testing.T) {
+	huge := runtime.MaxDuration
+	for name, cfg := range map[string]runtime.Config{
+		"huge": {Procs: 2, RoundQuantum: huge, DealInterval: huge, Interrupt: huge, PromptBudget: huge},
+		"tiny": {Procs: 2, RoundQuantum: 1, DealInterval: 1, Interrupt: 1, PromptBudget: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rt, err := runtime.New(cfg)
+			require.NoError(t, err)
+			o := rt.Order()
+			v, err := thread.Run(rt, o.Bottom(), func(c *thread.Ctx) int {
+				h := thread.Spawn(c, o.Top(), func(c *thread.Ctx) int { return fib2(c, 15) })
+				if err := thread.Sleep(c, time.Millisecond); err != nil {
+					return -1
+				}
+				a := thread.Await(c, func() int { return 1 })
+				b, err := thread.Join(c, h)
+				if err != nil {
+					return -1
+				}
+				return a + b
+			})
+			require.NoError(t, err)
+			assert.Equal(t, 1+610, v)
+			require.NoError(t, rt.Close())
+		})
 	}
 }
 

@@ -286,12 +286,19 @@ func (r *record[T]) unpanicked(pe *PanicError) {
 	goruntime.AddCleanup(r, (*unseenPanic).report, u)
 }
 
-// Priority is the priority the thread runs at.
-func (h *Handle[T]) Priority() fairness.Priority { return h.p }
+// Priority is the priority the thread runs at (the zero Priority for a nil
+// handle).
+func (h *Handle[T]) Priority() fairness.Priority {
+	if h == nil {
+		return fairness.Priority{}
+	}
+	return h.p
+}
 
-// Done reports whether the thread has finished; a spent handle's has.
+// Done reports whether the thread has finished; a spent handle's has, and
+// so has a nil or zero one, whose Wait returns ErrInvalidHandle at once.
 func (h *Handle[T]) Done() bool {
-	if !h.pin() {
+	if h.invalid() || !h.pin() {
 		return true
 	}
 	done := h.r.ctx.task.Done()
@@ -612,8 +619,12 @@ func Yield(c *Ctx) { c.task.Yield() }
 // Await runs the blocking call f (a read, a syscall, a channel receive)
 // without holding a processor: the worker runs other threads meanwhile, and
 // the thread continues, promptly, once f returns. A panic in f panics the
-// thread.
+// thread; so does a nil f, with ErrNilFunction, before the thread gives up
+// its processor.
 func Await[T any](c *Ctx, f func() T) T {
+	if f == nil {
+		panic(ErrNilFunction)
+	}
 	var v T
 	c.task.Suspend(func() { v = f() })
 	return v

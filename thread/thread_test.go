@@ -241,15 +241,18 @@ func TestJoinRunningElsewhere(t *testing.T) {
 	assert.Equal(t, 7, res)
 }
 
-// TestStress runs over a million threads through spawn, join, yield, await,
-// sleep and panics on three priorities and checks that each ran exactly once.
+// TestStress runs two million threads through spawn, join, yield,
+// await, sleep and panics on three priorities and checks that each leaf
+// ran exactly once, each operation as often as the tree asks, and every
+// panic came back as its error. (Goexit is the property test's: a child
+// that a Join runs inline ends the joiner's goroutine with it.)
 func TestStress(t *testing.T) {
-	n, rt, ps, ran, tree := stressSetup(t, 2, 1<<20, 1<<16)
+	n, rt, ps, st := stressSetup(t, 2, 1<<21, 1<<16)
 	roots := 8
 	hs := make([]*thread.Handle[int], roots)
 	for i := range hs {
 		lo, hi := i*n/roots, (i+1)*n/roots
-		hs[i] = thread.Go(rt, ps[2-i%2], func(c *thread.Ctx) int { return tree(c, lo, hi) })
+		hs[i] = thread.Go(rt, ps[2-i%2], func(c *thread.Ctx) int { return st.tree(c, lo, hi) })
 	}
 	total := 0
 	for i, h := range hs {
@@ -258,51 +261,73 @@ func TestStress(t *testing.T) {
 		total += v
 	}
 	assert.Equal(t, n, total)
-	checkRanOnce(t, ran)
+	st.check(t)
 }
 
 // stressSetup makes a runtime of procs workers under 50-25-25 and a stress
-// tree over n leaves (short in -short mode), with its count of runs.
-func stressSetup(t *testing.T, procs, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, []atomic.Int32, func(*thread.Ctx, int, int) int) {
+// tree over n leaves (short in -short mode).
+func stressSetup(t *testing.T, procs, n, short int) (int, *runtime.Runtime, [3]fairness.Priority, *stress) {
 	if testing.Short() {
 		n = short
 	}
 	_, ps, c := three(t, 50, 25, 25)
 	rt := newRT(t, procs, c)
-	ran := make([]atomic.Int32, n)
-	return n, rt, ps, ran, stressTree(ran, ps[0])
+	return n, rt, ps, newStress(n, ps[0])
 }
 
-// checkRanOnce fails t unless every leaf ran exactly once.
-func checkRanOnce(t *testing.T, ran []atomic.Int32) {
-	t.Helper()
-	for i := range ran {
-		if ran[i].Load() != 1 {
-			t.Fatalf("leaf %d ran %d times", i, ran[i].Load())
-		}
-	}
+// The operations a stress leaf makes, one in so many leaves (stressEvery).
+const (
+	stressSleep = iota
+	stressAwait
+	stressPanic
+	stressYield
+	stressOps
+)
+
+var (
+	stressNames = [stressOps]string{"sleep", "await", "panic", "yield"}
+	stressEvery = [stressOps]int{1031, 61, 127, 31}
+)
+
+// stress is a fork-join tree over leaves that counts each leaf it runs and
+// each operation its leaves make.
+type stress struct {
+	ran  []atomic.Int32
+	ops  [stressOps]atomic.Int64
+	tree func(c *thread.Ctx, lo, hi int) int
 }
 
-// stressTree returns a fork-join tree over the leaves [lo, hi) that counts
-// each leaf it runs in ran; its leaves sleep, await, spawn a panicking
-// child or yield now and then, and a right half may run at top.
-func stressTree(ran []atomic.Int32, top fairness.Priority) func(c *thread.Ctx, lo, hi int) int {
+// newStress returns the stress tree over n leaves: its leaves sleep,
+// await, spawn a child that panics, or yield now and then, and a right
+// half may run at top.
+func newStress(n int, top fairness.Priority) *stress {
+	st := &stress{ran: make([]atomic.Int32, n)}
 	var tree func(c *thread.Ctx, lo, hi int) int
 	tree = func(c *thread.Ctx, lo, hi int) int {
 		if hi-lo == 1 {
-			ran[lo].Add(1)
-			switch {
-			case lo%100003 == 0:
+			st.ran[lo].Add(1)
+			op := stressOps
+			for k, every := range stressEvery {
+				if lo%every == 0 {
+					op = k
+					break
+				}
+			}
+			if op < stressOps {
+				st.ops[op].Add(1)
+			}
+			switch op {
+			case stressSleep:
 				thread.Sleep(c, 50*time.Microsecond)
-			case lo%10007 == 0:
+			case stressAwait:
 				return thread.Await(c, func() int { return 1 })
-			case lo%1009 == 0:
+			case stressPanic:
 				h := thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { panic(fmt.Sprint("leaf ", lo)) })
 				var pe *thread.PanicError
 				if _, err := thread.Join(c, h); !errors.As(err, &pe) {
 					panic(fmt.Sprintf("panic of leaf %d came back as %v", lo, err))
 				}
-			case lo%101 == 0:
+			case stressYield:
 				thread.Yield(c)
 			}
 			return 1
@@ -321,13 +346,44 @@ func stressTree(ran []atomic.Int32, top fairness.Priority) func(c *thread.Ctx, l
 		}
 		return a + b
 	}
-	return tree
+	st.tree = tree
+	return st
 }
 
-// TestStressRun: ordinary goroutines Run top-priority trees (each Run on the
-// caller's goroutine, taking a sleeping or a seized worker, or submitted)
-// while lower-priority loops keep the workers busy; every leaf runs once
-// and the displaced loops compute right.
+// check fails t unless every leaf ran exactly once and each operation ran
+// for every leaf that asks for it.
+func (st *stress) check(t *testing.T) {
+	t.Helper()
+	for i := range st.ran {
+		if st.ran[i].Load() != 1 {
+			t.Fatalf("leaf %d ran %d times", i, st.ran[i].Load())
+		}
+	}
+	var want [stressOps]int64
+	for lo := range st.ran {
+		for k, every := range stressEvery {
+			if lo%every == 0 {
+				want[k]++
+				break
+			}
+		}
+	}
+	for k := range want {
+		assert.Equal(t, want[k], st.ops[k].Load(), "leaves that %s", stressNames[k])
+	}
+	// Every inner node spawns its right half: with the roots, a thread a
+	// leaf, and a child for each panic.
+	t.Logf("%d threads; sleeps %d, awaits %d, panics %d, yields %d", len(st.ran)+int(want[stressPanic]),
+		want[stressSleep], want[stressAwait], want[stressPanic], want[stressYield])
+}
+
+// TestStressRun: ordinary goroutines, and functions that threads Await, Run
+// top-priority trees (each Run on the caller's goroutine, taking a sleeping
+// or a seized worker, or submitted) while lower-priority loops keep the
+// workers busy, forking (Fork2) and splitting parallel loops (For, whose
+// Wanted points a seizure meets); every leaf runs once and the displaced
+// loops compute right. A seizure from an Await beside a parallel loop is
+// the shape of the race of M5 (PROTOCOLS.md).
 func TestStressRun(t *testing.T) {
 	// P = 8 on this project's 2-core machines: several workers share each
 	// core, so seizures find workers on the caller's core and elsewhere.
@@ -337,7 +393,7 @@ func TestStressRun(t *testing.T) {
 }
 
 func stressRun(t *testing.T, procs int) {
-	n, rt, ps, ran, tree := stressSetup(t, procs, 1<<18, 1<<14)
+	n, rt, ps, st := stressSetup(t, procs, 1<<18, 1<<14)
 	var stop atomic.Bool
 	var bg []*thread.Handle[int]
 	for _, p := range ps[1:] {
@@ -345,6 +401,10 @@ func stressRun(t *testing.T, procs int) {
 			bad := 0
 			for !stop.Load() {
 				if fib2(c, 18) != 2584 {
+					bad++
+				}
+				var sum atomic.Int64
+				if err := thread.For(c, 0, 1<<12, func(_ *thread.Ctx, i int) { sum.Add(int64(i)) }); err != nil || sum.Load() != (1<<12)*(1<<12-1)/2 {
 					bad++
 				}
 			}
@@ -355,14 +415,24 @@ func stressRun(t *testing.T, procs int) {
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	for k := range callers {
-		wg.Go(func() {
+		runs := func() {
 			for lo := k * per; lo < n; lo += callers * per {
-				v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return tree(c, lo, min(lo+per, n)) })
+				v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int { return st.tree(c, lo, min(lo+per, n)) })
 				if err != nil {
 					t.Errorf("Run [%d, %d): %v", lo, lo+per, err)
 					return
 				}
 				total.Add(int64(v))
+			}
+		}
+		wg.Go(func() {
+			if k%2 == 0 {
+				runs()
+				return
+			}
+			// Half the callers are a low thread's Await-ed function.
+			if _, err := thread.Run(rt, ps[2], func(c *thread.Ctx) struct{} { return thread.Await(c, func() struct{} { runs(); return struct{}{} }) }); err != nil {
+				t.Errorf("the Await of caller %d: %v", k, err)
 			}
 		})
 	}
@@ -374,9 +444,9 @@ func stressRun(t *testing.T, procs int) {
 		assert.Zero(t, bad, "background loop %d computed wrong", i)
 	}
 	assert.Equal(t, int64(n), total.Load())
-	checkRanOnce(t, ran)
-	st := rt.Stats()
-	t.Logf("seizures %d, rescues %d", st.Seizures, st.Rescues)
+	st.check(t)
+	stats := rt.Stats()
+	t.Logf("seizures %d, rescues %d", stats.Seizures, stats.Rescues)
 }
 
 // Stats charges the processor time threads run to their priority: a
@@ -663,6 +733,19 @@ func TestNilFunction(t *testing.T) {
 	res, err := thread.Run(rt, ps[0], func(c *thread.Ctx) error {
 		_, err := thread.Join(c, thread.Spawn[int](c, ps[0], nil))
 		return err
+	})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res, thread.ErrNilFunction)
+	// Await of a nil function panics the thread with ErrNilFunction, before
+	// it lets go of its processor; the thread can recover it and go on.
+	res, err = thread.Run(rt, ps[0], func(c *thread.Ctx) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err, _ = p.(error)
+			}
+		}()
+		thread.Await[int](c, nil)
+		return nil
 	})
 	require.NoError(t, err)
 	assert.ErrorIs(t, res, thread.ErrNilFunction)

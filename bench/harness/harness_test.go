@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"gonum.org/v1/plot"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FAIRBENCH_TEST_DRIVER") == "1" {
 		os.Exit(driver.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func testDriver(args ...string) *exec.Cmd {

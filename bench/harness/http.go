@@ -77,8 +77,8 @@ type HTTPConfig struct {
 	Rate float64 `json:"rate"`
 	// For is the length of one run (default 5 s).
 	For time.Duration `json:"for_ns"`
-	// KiB is how much each request hashes, in KiB (default 256: about
-	// 0.2 ms of SHA-256 on a recent x86 core).
+	// KiB is how much each request hashes, in KiB (default 256: a
+	// fraction of a millisecond of SHA-256 on a recent x86 core).
 	KiB int `json:"kib"`
 }
 

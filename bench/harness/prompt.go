@@ -322,8 +322,11 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 			rec.Size = s.cfg.promptBatchFib()
 			fib := kernels.NewFib(rec.Size, 1)
 			hs = append(hs, thread.Go(rt, lo, func(c *thread.Ctx) error {
-				for !stop.Load() {
+				// At least one pass, so that the check has a result even
+				// when the thread starts only after the measured span.
+				for done := false; !done; {
 					fib.Forked(c)
+					done = stop.Load()
 				}
 				return fib.Check()
 			}))

@@ -125,8 +125,11 @@ func (s *suite) promptControl(load string, k *kernels.Kernel, procs int, control
 				run = inst.Seq
 			}
 			work = append(work, func() error {
-				for !stop.Load() {
+				// At least one pass, so that the check has a result (see
+				// promptLoad).
+				for done := false; !done; {
 					run()
+					done = stop.Load()
 				}
 				return inst.Check()
 			})

@@ -203,8 +203,11 @@ func handoffCost() int64 {
 // the awaited call has returned, on an idle runtime: what the echo's
 // thread, resumed when its read returns, spends taking a worker (the part
 // of a response that Table 3's records call fairly's part). The call
-// returns 1 ms after the previous one; after 20 ms, the real echo's
-// interval, this machine takes 6–8 µs instead of 1–2 (docs/simulation.md).
+// returns 1 ms after the previous one: after 20 ms, the real echo's
+// interval, the machine's processors have gone to sleep and the return
+// takes several times longer, which no cost of the scheduler describes
+// (docs/simulation.md, "At P = 2: the simulator against the real
+// runtime").
 func arriveCost() (int64, error) {
 	rt, err := fairlyrt.New(fairlyrt.Config{Procs: 1})
 	if err != nil {

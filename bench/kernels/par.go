@@ -48,7 +48,8 @@ var fineGor = par{mode: goroutines, fine: true}
 func fineFairly(c *thread.Ctx) par { return par{threads, c, true} }
 
 // strideLen is how many elements a long sequential loop of a fairly leaf
-// handles between two preemption points: about 100 µs of the slowest loop.
+// handles between two preemption points: a small fraction of an interrupt
+// for the slowest loop, so that its worker answers on time.
 const strideLen = 1 << 13
 
 // point is a preemption point in fairly mode and nothing otherwise. Leaves

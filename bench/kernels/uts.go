@@ -11,9 +11,9 @@ const (
 	// utsBranching is the expected number of children of a node.
 	utsBranching = 4.0
 	// utsNodeFib is the Fibonacci number every node computes, to give a
-	// node some work besides hashing: fib(12), about 0.7 µs, several times
-	// the cost of the spawn and join each node makes, so the kernel measures
-	// load balancing rather than spawn overhead alone.
+	// node some work besides hashing: fib(12), several times the cost of
+	// the spawn and join each node makes, so the kernel measures load
+	// balancing rather than spawn overhead alone.
 	utsNodeFib = 12
 	// utsDefaultDepth is the depth of the uts kernel's default tree.
 	utsDefaultDepth = 10

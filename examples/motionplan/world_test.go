@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMapRoundTrip(t *testing.T) {
 	g := Generate(rand.New(rand.NewPCG(1, 2)), 40, 30, 10, 0.05)

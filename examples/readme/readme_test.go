@@ -6,7 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The README's Go block is this command, line for line (after the header
 // comment), and it prints fib(30).

@@ -12,10 +12,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"gonum.org/v1/plot"
 
 	"github.com/fairlyprompt/fairly/jobs"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newEnv starts a runtime for a test.
 func newEnv(t *testing.T) *Env {

@@ -8,10 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/internal/policy"
 )
+
+// TestMain fails the package's tests if a goroutine outlives them: every
+// test closes its runtimes, and Close stops every goroutine a runtime made
+// (Q, PROTOCOLS.md).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // closeWithin closes rt and fails the test if Close has not returned
 // within patience: a hang detector, not a timing goal.

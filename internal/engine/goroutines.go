@@ -36,9 +36,9 @@ type gor struct {
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
 	mode modeWord
-	// detBusy says a revocation counted g as computing (see revoke.go);
-	// detSince is when, for charging its processor time when it comes back.
-	detBusy  atomic.Bool
+	// detSince is when g was last revoked, for charging its processor time
+	// when it comes back (whether the revocation counted it as computing
+	// is in its mode word: modeBusy).
 	detSince atomic.Int64
 	// tid is the OS thread g is locked to (0: not locked, or not known),
 	// for the ticker to demote while g computes detached; demoted says it
@@ -51,9 +51,6 @@ type gor struct {
 	// lockSeq counts g's locks and unlocks of its OS thread, odd while it
 	// holds it locked; callers that find g in locks read it (self.go).
 	lockSeq atomic.Uint32
-	// held is the worker whose token g was given last (start, resume,
-	// adopt): invariants T3 and M5 (PROTOCOLS.md).
-	held atomic.Pointer[worker]
 	// lowTid is the OS thread g lowered to the idle class, 0 if none:
 	// stored by g, taken (swapped to 0) by whoever raises it (lower.go).
 	lowTid atomic.Int32
@@ -115,7 +112,6 @@ func (rt *Runtime) record() *gor {
 func (g *gor) start(w *worker) {
 	if w != nil {
 		g.w = w
-		g.held.Store(w)
 		w.holder.Store(g)
 	}
 	go g.main()
@@ -272,7 +268,6 @@ func (g *gor) park() {
 func (g *gor) resume(w *worker) {
 	g.w = w
 	if w != nil {
-		g.held.Store(w)
 		w.holder.Store(g)
 	}
 	g.wake <- struct{}{}

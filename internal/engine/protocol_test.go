@@ -504,3 +504,70 @@ func TestFinishedThreadCharged(t *testing.T) {
 	assert.GreaterOrEqual(t, rt.Totals().CPU[r], 20*time.Millisecond,
 		"five threads of 5 ms each are charged once waited for")
 }
+
+// A revocation hands on the worker whose token its swap took, even when the
+// goroutine it took it from comes back meanwhile and takes another worker's
+// token (M5). The engine once asked the goroutine which worker it held
+// after the swap had won: a goroutine back already (here through a lazy
+// spawn, in the property test through a Wanted point of a parallel loop)
+// answered with the worker it had just taken, so the seizer adopted that
+// one (a RunHere inside an Await) while the goroutine ran threads on it, a
+// data race on its owner state (cur), and the worker taken stayed without
+// holder: a hang. A revoker that read the holder word of the first worker
+// before the goroutine came back must not take the second one either: only
+// a mode word that names the worker gives its token. revokeWon holds the
+// revoker right after its swap until the goroutine is back; the watchdog is
+// off (a long Interrupt), so that the test's revocations are the only ones.
+func TestRevokerTakesTheWorkerItSwapped(t *testing.T) {
+	var armed atomic.Bool
+	var held func(h *gor)
+	revokeWon = func(h *gor) {
+		if armed.CompareAndSwap(true, false) {
+			held(h)
+		}
+	}
+	t.Cleanup(func() { revokeWon = nil }) // after Close, which levelsWith's cleanup makes
+	rt, lo, hi := levelsWith(t, 2, 50, 50, func(cfg *Config) { cfg.Interrupt = time.Hour })
+	loRank, err := rt.Rank(lo)
+	require.NoError(t, err)
+	hiRank, err := rt.Rank(hi)
+	require.NoError(t, err)
+	var inCode, goOn, back, done atomic.Bool
+	spinner := submit(t, rt, lo, func(t *Task) {
+		inCode.Store(true)
+		spinUntil(&goOn, patience)
+		c := spawn(t, func(*Task) {}) // a point that sees the revocation
+		back.Store(true)
+		spinUntil(&done, patience)
+		t.Join(c)
+	})
+	require.True(t, eventually(inCode.Load))
+	var a, b *worker // the spinner's worker, and the other one
+	for _, w := range rt.workers {
+		if w.running.Load() == int32(loRank) {
+			a = w
+		} else {
+			b = w
+		}
+	}
+	require.NotNil(t, a)
+	require.NotNil(t, b)
+	require.True(t, eventually(func() bool { return b.sleeper.Load() != nil }), "the other worker sleeps")
+	held = func(h *gor) {
+		goOn.Store(true)
+		if !assert.True(t, eventually(back.Load), "the spinner comes back from its revocation") {
+			return
+		}
+		// The spinner runs its thread holding b's token now, while a's
+		// holder word still names it.
+		assert.True(t, rt.revoke(a, h, int32(hiRank), true) == nil, "a stale holder word gave another worker's token")
+	}
+	armed.Store(true)
+	v := rt.revoke(a, a.holder.Load(), int32(hiRank), true)
+	rt.newGor().start(a) // the worker this revocation took, whatever revoke said
+	done.Store(true)
+	if assert.NotNil(t, v) {
+		assert.Equal(t, a.id, v.id, "the revocation must hand on the worker its swap took")
+	}
+	spinner.Wait()
+}

@@ -80,34 +80,48 @@ import (
 // The modes of a goroutine; see above. modeQueued goes with modeUser: the
 // worker's banks (or the holder's lazy forks) held threads when its holder
 // left the scheduler, so the watchdog knows, without touching owner state,
-// that a stall holds them up.
+// that a stall holds them up. modeBusy goes with modeRevoked: the
+// revocation counted the goroutine as computing (M6), which the goroutine
+// learns from the very word that told it of the revocation.
 const (
 	modeSched   mode = 0
 	modeUser    mode = 1
 	modeRevoked mode = 2
 	modeQueued  mode = 4
+	modeBusy    mode = 8
+	// The bits from modeWorkerShift up to modeTopShift hold, with
+	// modeUser, the index of the worker whose token the goroutine holds
+	// (T3): a revoker's won compare-and-swap then names the worker it took
+	// (M5), whatever the goroutine did since. (24 bits: package runtime
+	// makes at most MaxProcs workers.)
+	modeWorkerShift = 8
+	modeWorkerMask  = 1<<24 - 1
 	// The bits from modeTopShift up hold 1 + the highest rank queued in the
 	// worker's banks when the holder left the scheduler (0: none), so that
 	// the watchdog can tell a stall that holds up a higher priority.
-	modeTopShift = 8
+	modeTopShift = 32
 )
 
 // mode is the value of a goroutine's mode word: one of the modes above,
-// with modeQueued and the queued rank above modeTopShift beside modeUser.
-type mode uint32
+// with modeQueued, the worker held and the queued rank beside modeUser,
+// and modeBusy beside modeRevoked.
+type mode uint64
+
+// worker is the index of the worker named by a mode with modeUser (T3).
+func (m mode) worker() int { return int(m>>modeWorkerShift) & modeWorkerMask }
 
 // modeWord is a goroutine's mode word, an atomic mode.
-type modeWord struct{ v atomic.Uint32 }
+type modeWord struct{ v atomic.Uint64 }
 
 // Load reads the mode atomically.
 func (x *modeWord) Load() mode { return mode(x.v.Load()) }
 
 // Store writes m atomically.
-func (x *modeWord) Store(m mode) { x.v.Store(uint32(m)) }
+func (x *modeWord) Store(m mode) { x.v.Store(uint64(m)) }
 
 // CompareAndSwap swaps the mode from old to m if it is old.
 func (x *modeWord) CompareAndSwap(old, m mode) bool {
-	return x.v.CompareAndSwap(uint32(old), uint32(m))
+	return x.v.CompareAndSwap(uint64(old), uint64(m))
 }
 
 // Thread code keeps its OS thread. From its first passage into a thread's
@@ -161,20 +175,21 @@ type detachedList struct {
 	gors []*gor
 }
 
-// swap is the revoker's compare-and-swap of h's mode from m to
-// modeRevoked. If it wins and listed says so, h goes into the list, with
+// swap is the revoker's compare-and-swap of h's mode from m to revoked
+// (modeRevoked, with modeBusy if it counts h as computing). If it wins and
+// listed says so, h goes into the list, with
 // the processor time its OS thread has used so far, in the same critical
 // section: h takes the lock in settle, so it cannot come back and settle
 // before it is listed (a stale entry would later demote whatever thread h
 // is locked to then, and h would hand that thread back to Go's pool).
-func (l *detachedList) swap(h *gor, m mode, listed bool) bool {
+func (l *detachedList) swap(h *gor, m, revoked mode, listed bool) bool {
 	if !listed {
-		return h.mode.CompareAndSwap(m, modeRevoked)
+		return h.mode.CompareAndSwap(m, revoked)
 	}
 	cpu := threadCPU(h.tid.Load())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !h.mode.CompareAndSwap(m, modeRevoked) {
+	if !h.mode.CompareAndSwap(m, revoked) {
 		return false
 	}
 	h.detCPU = cpu
@@ -325,11 +340,12 @@ func (g *gor) leave() {
 	g.mode.Store(m)
 }
 
-// userMode is the mode word g stores as it leaves for thread code: modeUser,
-// with modeQueued and the highest rank queued if threads wait in its
-// worker's banks or its shared lazy stack.
+// userMode is the mode word g stores as it leaves for thread code: modeUser
+// with the index of the worker it holds (T3), and modeQueued and the
+// highest rank queued if threads wait in its worker's banks or its shared
+// lazy stack.
 func (g *gor) userMode() mode {
-	m := modeUser
+	m := modeUser | mode(g.w.id)<<modeWorkerShift
 	top := g.w.highest()
 	if top >= 0 || g.lazy.bot < g.lazy.top {
 		m |= modeQueued | mode(top+1)<<modeTopShift
@@ -354,62 +370,78 @@ func (g *gor) enter(t *Task) {
 // reattach is enter for a revoked goroutine: it gives up the worker it
 // lost and comes back as a continuation of t, like a thread after Await.
 func (g *gor) reattach(t *Task) {
-	w := g.w
+	w := g.w // the worker its revoker took: the one its mode word named (M5)
 	g.w = nil
+	busy := g.mode.Load()&modeBusy != 0
 	g.mode.Store(modeSched)
-	if g.detBusy.Load() {
+	if busy {
 		g.rt.detached.settle(g)
 		// Its thread computed detached: charge that time to its priority,
 		// so that Stats counts every goroutine's work.
 		w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
 	}
-	w.detachEnded(g.detBusy.Load())
+	w.detachEnded(busy)
 	g.rejoin(t)
 }
 
-// revoke takes the token of h, the holder of w, if h runs a thread's code of
-// a rank below below and w's detached goroutines allow it; busy says h may
-// be computing rather than blocked.
-// On success it returns the worker h held, whose owner state the caller now
-// owns and must give to a new holder; the caller counts the revocation in
-// that worker's statistics (a rescue or a seizure).
+// revoke takes the token of w from h, its holder, if h runs a thread's code
+// of a rank below below and w's detached goroutines allow it; busy says h
+// may be computing rather than blocked.
+// On success it returns w, whose owner state the caller now owns and must
+// give to a new holder; the caller counts the revocation in its statistics
+// (a rescue or a seizure).
 func (rt *Runtime) revoke(w *worker, h *gor, below int32, busy bool) *worker {
 	if h == nil {
 		return nil
 	}
 	m := h.mode.Load()
-	if m&modeUser == 0 || w.running.Load() >= below {
+	// Invariant M5 (PROTOCOLS.md): only a mode word that names w can give
+	// w's token. w's holder word may name a goroutine that holds another
+	// worker by now, or none.
+	if m&modeUser == 0 || m.worker() != w.id || w.running.Load() >= below {
 		return nil
+	}
+	revoked := modeRevoked
+	if busy {
+		revoked |= modeBusy
 	}
 	w.detMu.Lock()
 	won := false
 	if !policy.RefuseRevoke(busy, int(w.detBusy), int(w.running.Load()), int(w.detTop), int(below)) {
-		h.detBusy.Store(busy) // read by h only after the swap below succeeded
+		// A hint for demotion and for the charge of h's time: a revoker
+		// that loses the swap below may still move it a little later.
 		h.detSince.Store(rt.now())
-		won = rt.detached.swap(h, m, busy && rt.demote)
+		won = rt.detached.swap(h, m, revoked, busy && rt.demote)
+	}
+	if won {
+		// Counted before h, back, can take itself away (detachEnded takes
+		// detMu, and rejoin follows it): Q2, M6.
+		rt.suspended.Add(1)
+		if busy {
+			w.detBusy++
+			w.detTop = max(w.detTop, w.running.Load())
+			rt.detBusy.Add(1)
+		}
 	}
 	w.detMu.Unlock()
 	if !won {
 		return nil // a second computing goroutine at that level would not help, or h came back
 	}
-	// Invariant M5 (PROTOCOLS.md): the worker we took is the one h was
-	// given last, h.held, not necessarily w.
-	v := h.held.Load()
+	if revokeWon != nil {
+		revokeWon(h)
+	}
+	// From here on h may be back in the runtime, even holding another
+	// worker: nothing below asks h which worker it held.
 	h.raise() // O2
-	v.detMu.Lock()
-	if busy {
-		v.detBusy++
-		v.detTop = max(v.detTop, v.running.Load())
-	}
-	v.detMu.Unlock()
-	v.takeLazy(h)
-	rt.suspended.Add(1)
-	if busy {
-		rt.detBusy.Add(1)
-	}
-	v.attn.Store(1)
-	return v
+	w.takeLazy(h)
+	w.attn.Store(1)
+	return w
 }
+
+// revokeWon, set only by tests, runs right after a revocation's swap won:
+// the detached goroutine may come back and take another worker's token
+// meanwhile, and the revocation must still hand on the worker it took (M5).
+var revokeWon func(h *gor)
 
 // waitingTop is the highest rank of the threads that wait for w while its
 // holder, whose mode word is m, runs a thread's code: in its banks (as of
@@ -520,10 +552,10 @@ func (rt *Runtime) seize(r, here int32) *worker {
 	return nil
 }
 
-// adopt makes g the holder of w, whose token was free for the taking.
+// adopt makes g the holder of w, whose token was free for the taking
+// (invariant R1, PROTOCOLS.md).
 func (rt *Runtime) adopt(g *gor, w *worker) {
 	g.w = w
-	g.held.Store(w)
 	w.holder.Store(g)
 	w.attn.Store(1) // look at the inbox and mailboxes soon
 	rt.moves.Add(1)

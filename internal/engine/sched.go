@@ -438,8 +438,8 @@ func (w *worker) idle(g *gor) {
 	// From here on the worker counts as asleep: a waker hands the token back
 	// to g, or a resumed thread takes the token over and leaves g among the
 	// spares; either way g stops being the sleeper and parks to learn which.
-	// Invariants S1-S4 (PROTOCOLS.md): the sleeper's identity, not a flag,
-	// marks the state, and no wake-up is lost. It first spins briefly, since dealt work often follows a
+	// Invariants S1-S5 (PROTOCOLS.md): the sleeper's identity, not a flag,
+	// marks the state, no wake-up is lost, and a sleeper's banks are empty. It first spins briefly, since dealt work often follows a
 	// request within microseconds, yielding the OS processor but not entering
 	// Go's scheduler, which would keep this P from polling the network.
 	g.w = nil

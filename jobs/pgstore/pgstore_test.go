@@ -21,6 +21,7 @@ import (
 	"github.com/fairlyprompt/fairly/thread"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // DSNEnv names the environment variable with the PostgreSQL DSN the tests
@@ -285,7 +286,7 @@ func TestMain(m *testing.M) {
 		}
 		select {} // until the test kills it
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func benchConfig() jobs.Config {

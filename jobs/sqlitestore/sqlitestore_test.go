@@ -22,6 +22,7 @@ import (
 	"github.com/fairlyprompt/fairly/thread"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // childEnv names the store file of a child process that the test kills.
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		child(path)
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // run records the runs of jobs.

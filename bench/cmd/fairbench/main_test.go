@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/harness"
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "driver" {
 		os.Exit(driver.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func TestRunTiny(t *testing.T) {

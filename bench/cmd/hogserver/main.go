@@ -53,6 +53,7 @@ import (
 
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
+	"github.com/fairlyprompt/fairly/bench/latency"
 	"github.com/fairlyprompt/fairly/fairlyhttp"
 	"github.com/fairlyprompt/fairly/fairness"
 	"github.com/fairlyprompt/fairly/runtime"
@@ -178,8 +179,9 @@ func client(args []string) error {
 				if err != nil {
 					return fmt.Errorf("%s %v: %w", s.name, c, err)
 				}
+				sum := latency.Of(r, 0)
 				fmt.Fprintf(tw, "%d\t%s\t%v\t%d\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t\n", rep+1, s.name, c, len(r),
-					ms(pct(r, 0.50)), ms(pct(r, 0.99)), ms(pct(r, 1)), st.GOMAXPROCS, st.Changes, st.StopsOther)
+					ms(sum.P50), ms(sum.P99), ms(sum.Max), st.GOMAXPROCS, st.Changes, st.StopsOther)
 				tw.Flush()
 			}
 		}
@@ -188,15 +190,6 @@ func client(args []string) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// pct is the q-quantile of sorted (nearest rank).
-func pct(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
 
 // measure starts the server at path for c, warms it, sends the load and
 // returns the sorted response times and the server's stats.
