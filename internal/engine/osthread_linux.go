@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"os"
+	goruntime "runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,32 @@ func currentCPU() int32 {
 		return -1
 	}
 	return int32(cpu)
+}
+
+// moveToFree moves the calling OS thread at once to the first processor it
+// may run on whose bit in taken is clear, then lets it run on all of them
+// again, so that it stays there only until the OS moves it: a nudge, not a
+// pinning. It gives the processor, -1 if none was free or the kernel
+// refused.
+func moveToFree(taken uint64) int32 {
+	goruntime.LockOSThread() // both calls on one thread, or another stays pinned
+	defer goruntime.UnlockOSThread()
+	var was, one unix.CPUSet
+	if unix.SchedGetaffinity(0, &was) != nil {
+		return -1
+	}
+	for cpu := range 64 {
+		if taken&(1<<cpu) != 0 || !was.IsSet(cpu) {
+			continue
+		}
+		one.Set(cpu)
+		if unix.SchedSetaffinity(0, &one) != nil {
+			return -1
+		}
+		_ = unix.SchedSetaffinity(0, &was)
+		return int32(cpu)
+	}
+	return -1
 }
 
 // setSlices gives every thread of the process the short time slice (short)

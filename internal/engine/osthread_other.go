@@ -16,6 +16,9 @@ func osYield() {}
 // processor, so seize takes any (see seize).
 func currentCPU() int32 { return -1 }
 
+// moveToFree cannot move threads here.
+func moveToFree(uint64) int32 { return -1 }
+
 // setSlices does nothing where the kernel has no per-thread time slices.
 func setSlices(bool) {}
 

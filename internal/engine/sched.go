@@ -121,6 +121,7 @@ func (w *worker) service(now int64) {
 		w.nextYield = now + int64(policy.OSYieldEvery)
 		osYield()
 		w.cpu.Store(currentCPU()) // the yield is where the OS may have moved us
+		w.unstack()
 	}
 }
 

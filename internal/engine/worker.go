@@ -80,8 +80,10 @@ type remote struct {
 	lastService atomic.Int64
 	roundEnd    atomic.Int64
 	// cpu is the processor its holder's OS thread ran on when last seen, -1
-	// if unknown: stored by the holder in service and by a seizer as it
-	// takes the token, read by seize to try nearby workers first (R).
+	// if unknown: stored by the holder in service (and unstack, which moves
+	// the thread) and by a seizer as it takes the token, read by seize to
+	// try nearby workers first (R) and by other workers' unstack. A hint:
+	// a stale value costs a placement, never a thread.
 	cpu atomic.Int32
 	// running is the rank being run (policy.NoRank when none), primPub the
 	// primary rank of the current round: the holder publishes core.cur and
