@@ -110,60 +110,46 @@ func (g *gor) forked(t *Task, due bool) {
 	g.leave()
 }
 
-// stacked reports whether another awake worker was last seen on the
-// processor w was last seen on, while the runtime has no more workers than
-// the machine has processors (with more, workers share cores by design).
-func (w *worker) stacked() bool {
+// unstack moves the OS thread of w's holder, if another awake worker was
+// last seen on the processor w was last seen on, to a processor where no
+// awake worker was last seen, if the thread may run there: the holder
+// calls it after a pass through the scheduler has refreshed w.cpu. Two
+// workers that Linux placed on one core hand it to each other at every OS
+// yield (policy.OSYieldEvery), so both look cache-hot to its balancer,
+// which then left them stacked for milliseconds while the other core
+// idled. Only a worker running a rank that is not below one with a share
+// moves: a core that two workers of lower ranks leave free serves a thread
+// of a higher rank as it wakes (an Await-ed read) without waiting for their
+// yields, and promptness comes first. With more workers than processors,
+// workers share cores by design, and nothing moves.
+func (w *worker) unstack() {
 	ws := w.rt.workers
 	cpu := w.cpu.Load()
-	if len(ws) < 2 || cpu < 0 || len(ws) > numCPU {
-		return false
-	}
-	for _, v := range ws {
-		if v != w && v.cpu.Load() == cpu && v.sleeper.Load() == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// unstack moves the OS thread of w's holder, if stacked, to a processor
-// where no awake worker was last seen, if the thread may run there: the
-// holder calls it after a pass through the scheduler has refreshed w.cpu.
-// Two workers that Linux placed on one core hand it to each other at
-// every OS yield (policy.OSYieldEvery), so both look cache-hot to its
-// balancer, which then left them stacked for milliseconds while the other
-// core idled. Only a worker running the highest rank that has a share
-// moves: a core that two workers of lower ranks leave free serves a
-// thread of a higher rank as it wakes (an Await-ed read) without waiting
-// for their yields, and promptness comes first.
-func (w *worker) unstack() {
-	if w.cur < 0 || w.belowShared() || !w.stacked() {
+	if w.cur < 0 || w.cur < 64 && w.belowShare>>uint(w.cur)&1 != 0 ||
+		len(ws) < 2 || len(ws) > numCPU || cpu < 0 {
 		return
 	}
-	var taken uint64
-	for _, v := range w.rt.workers {
-		if c := v.cpu.Load(); c >= 0 && c < 64 && v.sleeper.Load() == nil {
+	var taken uint64 // the processors awake workers were last seen on
+	stacked := false
+	for _, v := range ws {
+		c := v.cpu.Load()
+		if c < 0 || v.sleeper.Load() != nil {
+			continue
+		}
+		if c < 64 {
 			taken |= 1 << c
 		}
+		stacked = stacked || v != w && c == cpu
 	}
-	if cpu := moveToFree(taken); cpu >= 0 {
-		w.cpu.Store(cpu)
+	if !stacked {
+		return
+	}
+	if c := moveToFree(taken); c >= 0 {
+		w.cpu.Store(c)
 	}
 }
 
-// belowShared reports whether a rank above the one w runs has a share of
-// the criterion.
-func (w *worker) belowShared() bool {
-	for r := w.cur + 1; r < len(w.shares); r++ {
-		if w.shares[r] > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// numCPU is the machine's processors, for stacked.
+// numCPU is the machine's processors, for unstack.
 var numCPU = goruntime.NumCPU()
 
 // Offer queues child, prepared with Init, as a thread forked by the running

@@ -216,8 +216,10 @@ func (l *detachedList) demote(now int64, collecting bool) (long int) {
 	// call each: seizers wait for the lock in swap, and the ticker, one
 	// thread among more than there are cores, may lose its core in the
 	// middle of the loop (an execution trace showed an echo's seizure
-	// waiting 46 ms for it). Only the class changes need the lock (M7);
-	// a goroutine settled meanwhile is no longer listed and is skipped.
+	// waiting 46 ms for it). Only the class changes need the lock (M7).
+	// The list keeps its order (swap appends, settle deletes), so one walk
+	// pairs each goroutine still listed with its reading; one settled
+	// meanwhile is gone, and one listed since waits for the next tick.
 	l.mu.Lock()
 	l.seen = append(l.seen[:0], l.gors...)
 	l.mu.Unlock()
@@ -227,15 +229,21 @@ func (l *detachedList) demote(now int64, collecting bool) (long int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, g := range l.seen {
-		if !slices.Contains(l.gors, g) {
-			continue
+	i := 0
+	for _, g := range l.gors {
+		for i < len(l.seen) && l.seen[i] != g {
+			i++
 		}
+		if i == len(l.seen) {
+			break // g and those after it were listed after the readings
+		}
+		cpu := l.cpus[i]
+		i++
 		tid := g.tid.Load()
 		stale := g.demoted // demoted once it had computed long
 		if !stale {
 			ran := now - g.detSince.Load()
-			if cpu := l.cpus[i]; cpu >= 0 && g.detCPU >= 0 {
+			if cpu >= 0 && g.detCPU >= 0 {
 				ran = cpu - g.detCPU
 			}
 			stale = ran >= int64(policy.StaleAfter)

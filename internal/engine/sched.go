@@ -142,6 +142,7 @@ func (w *worker) newRound(now int64) {
 			w.used[r] = policy.UsageAtShare(w.shares[r], int64(w.rt.quantum))
 		}
 		w.total = policy.UsageWindow(int64(w.rt.quantum))
+		w.belowShare = lowMaskOf(c, w.rt.order, w.rt.ranks)
 	}
 	w.charge(now)
 	clear(w.borrowed)
