@@ -23,8 +23,8 @@ import (
 //
 // Whatever else computes takes those Ps: an ordinary goroutine of the
 // program, a thread detached from its worker (revoke.go), a computing
-// Await-ed call, a goroutine Go preempted. Once all are taken no P is idle, the reader waits up to 10 ms for the
-// monitor to poll and up to 10 ms more in the global run queue for Go's
+// Await-ed call, a goroutine Go preempted. Once all are taken no P is
+// idle, the reader waits up to 10 ms for the monitor to poll and up to 10 ms more in the global run queue for Go's
 // preemption, and so does the ticker itself. So each tick the ticker
 // counts the goroutines that run or wait for a P (runtime/metrics,
 // /sched/goroutines/running and runnable: a scan of the Ps under the
@@ -56,7 +56,7 @@ import (
 // why they are not on all the time.
 //
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made
-// as soon as the need is seen (the spare P is taken now), a lowering only
+// as soon as the need is seen (a spare P is taken now), a lowering only
 // after the need stayed lower for a calm window (a second; doubled, up to
 // policy.MaxCalm, whenever a raise followed the last lowering within the window),
 // and only to the most that the window needed. A steady load therefore
