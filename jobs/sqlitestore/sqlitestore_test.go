@@ -212,12 +212,15 @@ func TestSubmitCommits(t *testing.T) {
 	dropped, err := s.Shutdown(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, dropped, 100)
+	// Counted in the database, not in the next scheduler's snapshot: that
+	// one starts running the jobs as it opens, and a few may be done before
+	// a snapshot sees them.
+	require.NoError(t, st.DB().QueryRow(`SELECT count(*) FROM fairly_jobs`).Scan(&n))
+	assert.Equal(t, 100, n, "Shutdown leaves a durable store's pending jobs in it")
 	closeAll()
 
 	r = &runs{}
-	s, _, closeAll = open(t, path, r, nil)
-	snap := s.Snapshot()
-	assert.Equal(t, 100, len(snap.Pending)+snap.Running, "Shutdown leaves a durable store's pending jobs in it")
+	_, _, closeAll = open(t, path, r, nil)
 	closeAll()
 	assert.Len(t, r.order, 100)
 	assert.NotContains(t, r.order, "b/1", "the blocker finished before the restart")
