@@ -60,7 +60,8 @@ type lowering struct {
 // starveWatch is what the ticker saw of a worker's lowered holder.
 type starveWatch struct {
 	g       *gor
-	cpu, at int64
+	tid     int32
+	cpu, at int64 // the holder's thread's processor time at the window's start, and when
 }
 
 // lowered reports whether rank r runs lowered now.
@@ -91,11 +92,16 @@ func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool, now int64) {
 	}
 }
 
-// starving reports whether, since the last tick, some worker's holder
-// stayed lowered and runnable and got less than 1/policy.ComputingFraction
-// of the time on a processor: threads of other processes (or of this one,
-// outside the runtime) keep the cores, and a lowered holder would wait for
-// them with everything queued at its worker (O5).
+// starving reports whether some worker's holder stayed lowered on one OS
+// thread and runnable over the last policy.StarveWindow and got less than
+// 1/policy.ComputingFraction of that time on a processor: threads of other
+// processes (or of this one, outside the runtime) keep the cores, and a
+// lowered holder would wait for them with everything queued at its worker
+// (O5). A window starts again whenever the holder or its thread changes: a
+// goroutine that parked may come back on another thread, whose processor
+// time is not comparable. A single tick is too short to tell: the echo's
+// and the poller's threads, woken, rightly take a lowered core for a
+// millisecond.
 func (rt *Runtime) starving(now int64) bool {
 	l := &rt.low
 	if l.seen == nil {
@@ -113,12 +119,18 @@ func (rt *Runtime) starving(now int64) bool {
 			sw.g = nil
 			continue
 		}
+		if sw.g != h || sw.tid != tid || sw.cpu < 0 {
+			sw.g, sw.tid, sw.cpu, sw.at = h, tid, threadCPU(tid), now
+			continue
+		}
+		if now-sw.at < int64(policy.StarveWindow) {
+			continue
+		}
 		cpu := threadCPU(tid)
-		if sw.g == h && sw.cpu >= 0 && cpu >= 0 && now > sw.at &&
-			policy.ComputingFraction*(cpu-sw.cpu) < now-sw.at && threadRunnable(tid) {
+		if cpu >= sw.cpu && policy.ComputingFraction*(cpu-sw.cpu) < now-sw.at && threadRunnable(tid) {
 			starved = true
 		}
-		sw.g, sw.cpu, sw.at = h, cpu, now
+		sw.cpu, sw.at = cpu, now
 	}
 	return starved
 }

@@ -315,3 +315,52 @@ func TestLowering(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvingOverAWindow: the ticker's look for a starved lowered holder
+// (lower.go, O5) compares processor times of one thread over
+// policy.StarveWindow. A holder that parked and came back on another OS
+// thread starts a new window (the old code compared two threads' times and
+// saw starvation in the difference); a window shorter than StarveWindow
+// tells nothing; a runnable thread that got less than 1/ComputingFraction
+// of a whole window is starved.
+func TestStarvingOverAWindow(t *testing.T) {
+	// Two OS threads, locked to goroutines that spin until the end: the
+	// first has run for a while before the second starts.
+	var stop atomic.Bool
+	t.Cleanup(func() { stop.Store(true) })
+	spinner := func() <-chan int32 {
+		tid := make(chan int32, 1)
+		go func() {
+			goruntime.LockOSThread()
+			tid <- gettid()
+			for !stop.Load() {
+			}
+		}()
+		return tid
+	}
+	old := <-spinner()
+	time.Sleep(50 * time.Millisecond) // old runs up some processor time
+	fresh := <-spinner()
+
+	g := &gor{}
+	w := &worker{}
+	w.holder.Store(g)
+	rt := &Runtime{settings: settings{workers: []*worker{w}}}
+	window := int64(policy.StarveWindow)
+
+	g.lowTid.Store(old)
+	now := int64(time.Hour) // rt.now's clock is the test's to choose here
+	assert.False(t, rt.starving(now), "a first look starts a window")
+	g.lowTid.Store(fresh) // the holder came back on another thread
+	now += 10 * window
+	assert.False(t, rt.starving(now), "another thread starts a new window")
+	assert.False(t, rt.starving(now+window/2), "half a window tells nothing")
+	// Thread fresh runs for real milliseconds at most, while the clock
+	// passed here says a thousand windows go by each look: it gets far less
+	// than its share, and it is runnable whenever it is not parked by a
+	// stop of the world.
+	assert.True(t, eventually(func() bool {
+		now += 1000 * window
+		return rt.starving(now)
+	}), "a runnable thread that ran next to nothing over a window")
+}

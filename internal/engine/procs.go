@@ -48,12 +48,15 @@ import (
 // time slice (0.7 to 3 ms by default) or when the woken one's slice is
 // shorter (see setSlices). fairly's workers offer their core every policy.OSYieldEvery
 // (osYield), but the others' goroutines do not. So while Ps are reserved
-// for others, the runtime also takes a share of the short time slices
+// and threads of the normal class compete for the cores (the program's
+// own goroutines, or detached threads during a collection, when they are
+// not demoted), the runtime also takes a share of the short time slices
 // (0.1 ms) for the process's threads, unless Config.ShortSlices holds one
 // for good or Config.Demote is off (the program keeps the OS's defaults),
-// and gives it back with the last of those Ps. Short slices cost
-// cooperative code a little (every wake-up preempts a worker), which is
-// why they are not on all the time.
+// and gives it back a calm window after (P4). Short slices cost
+// cooperative code (every wake-up preempts a worker), and beside lowered
+// workers they delay wake-ups instead of hastening them, which is why they
+// are not on all the time.
 //
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made
 // as soon as the need is seen (a spare P is taken now), a lowering only

@@ -46,37 +46,54 @@ import (
 type ticker struct {
 	done  chan struct{}
 	quit  chan struct{}
-	ps    chan int      // extra Ps wanted, the latest only; to adjust
+	ps    chan psWant   // extra Ps and slices wanted, the latest only; to adjust
 	psEnd chan struct{} // closed when adjust has returned
 	fit   psFit         // the ticker's (procs.go)
 	sched *schedSample  // the ticker's
 	gc    collector     // the ticker's (revoke.go, demotion)
+	// ownSince is since when every tick saw the program's own goroutines
+	// need Ps (-1: the last did not), othersUntil when they stop counting
+	// as competing (a calm window after they were last seen so), and short
+	// whether the ticker last asked for short slices; the ticker's.
+	ownSince, othersUntil int64
+	short                 bool
+}
+
+// psWant is what the ticker asks adjust for: extra Ps beyond the workers,
+// and whether the process's threads should have short time slices.
+type psWant struct {
+	extra int
+	short bool
 }
 
 func startTicker(rt *Runtime) *ticker {
-	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan int, 1), psEnd: make(chan struct{}),
-		fit: newPsFit(), sched: newSchedSample(), gc: newCollector()}
+	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan psWant, 1), psEnd: make(chan struct{}),
+		fit: newPsFit(), sched: newSchedSample(), gc: newCollector(), ownSince: -1}
 	go tk.run(rt)
 	go tk.adjust(rt)
 	return tk
 }
 
-// adjust keeps rt.extraPs Ps reserved beyond the workers, as the ticker
-// asks, and the short time slices taken while there are some
-// (rt.slicedNow, procs.go), until the ticker stops; Close then owns both
-// (it reads them after psEnd is closed) and releases them.
+// adjust keeps rt.extraPs Ps reserved beyond the workers, and the short
+// time slices while threads of the normal class compete for the cores
+// (rt.slicedNow, procs.go, P4), as the ticker asks, until the ticker stops;
+// Close then owns both (it reads them after psEnd is closed) and releases
+// them.
 func (tk *ticker) adjust(rt *Runtime) {
 	defer close(tk.psEnd)
+	inForce := false // extra Ps are in force (reserveP)
 	for {
 		select {
 		case <-tk.quit:
 			return
 		case want := <-tk.ps:
-			rt.hold() // a change stops the world (O3)
-			raised := reserveP(want - rt.extraPs)
-			rt.release()
-			rt.extraPs = want
-			if short := raised && rt.demote && !rt.sliced; short != rt.slicedNow {
+			if d := want.extra - rt.extraPs; d != 0 {
+				rt.hold() // a change stops the world (O3)
+				inForce = reserveP(d)
+				rt.release()
+				rt.extraPs = want.extra
+			}
+			if short := want.short && inForce && rt.demote && !rt.sliced; short != rt.slicedNow {
 				shortenSlices(short)
 				rt.slicedNow = short
 			}
@@ -86,12 +103,13 @@ func (tk *ticker) adjust(rt *Runtime) {
 
 // ask passes the extra Ps wanted to adjust without waiting: a request that
 // adjust has not taken yet is replaced.
-func (tk *ticker) ask(n int) {
+func (tk *ticker) ask(n int, short bool) {
 	select {
 	case <-tk.ps:
 	default:
 	}
-	tk.ps <- n // only the ticker sends, and the buffer is empty now
+	tk.short = short
+	tk.ps <- psWant{n, short} // only the ticker sends, and the buffer is empty now
 }
 
 func (tk *ticker) stop() {
@@ -211,8 +229,8 @@ func (tk *ticker) run(rt *Runtime) {
 		if rt.demote && rt.detBusy.Load() > 0 {
 			long = rt.detached.demote(now, collecting)
 		}
-		rt.lowerFor(rt.crit.Load(), collecting || tk.fit.asked > 0, now)
-		tk.fitPs(rt, long)
+		rt.lowerFor(rt.crit.Load(), collecting || now < tk.othersUntil, now)
+		tk.fitPs(rt, long, collecting)
 	}
 }
 
@@ -244,7 +262,7 @@ func (rt *Runtime) sleeping() (some, notAll bool) {
 // and one per worker, whether the worker sleeps or not (its P is the
 // worker's, ready for when it wakes). Threads detached from their worker
 // that compute count among them.
-func (tk *ticker) fitPs(rt *Runtime, long int) {
+func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool) {
 	if rt.reserved == 0 || goruntime.GOMAXPROCS(0) <= len(rt.workers) {
 		return // KeepGOMAXPROCS, or the program has taken GOMAXPROCS over (procs.go)
 	}
@@ -267,8 +285,27 @@ func (tk *ticker) fitPs(rt *Runtime, long int) {
 	// their P for a while too; reserving one for each at once, beside the
 	// others' smoothed count, keeps a P free while library calls without
 	// preemption points come and go faster than policy.OthersFor (P5).
-	need := max(tk.fit.need(now, others, goruntime.NumCPU()), long)
-	if n, ok := tk.fit.next(now, need); ok {
-		tk.ask(n)
+	//
+	// Short slices, and lowering off (O3), only while threads of the
+	// normal class compete for the cores: the program's own goroutines,
+	// seen every tick for policy.OthersFor, or threads detached from their
+	// worker while the collector runs (they are demoted only while it does
+	// not). Otherwise detached threads are demoted, and short slices beside
+	// lowered workers only delay wake-ups.
+	if own := others - int(rt.detBusy.Load()); own <= 0 {
+		tk.ownSince = -1
+	} else if tk.ownSince < 0 {
+		tk.ownSince = now
+	} else if now-tk.ownSince >= int64(policy.OthersFor) {
+		tk.othersUntil = now + int64(policy.CalmWindow)
+	}
+	if collecting && long > 0 {
+		tk.othersUntil = now + int64(policy.CalmWindow)
+	}
+	short := now < tk.othersUntil
+	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
+		tk.ask(n, short)
+	} else if short != tk.short {
+		tk.ask(tk.fit.asked, short)
 	}
 }

@@ -200,6 +200,11 @@ const (
 	// the spare P is taken the ticker itself runs late, up to Go's own
 	// preemption period, which is this value.
 	OthersFor = 10 * time.Millisecond
+	// StarveWindow is how long a lowered holder must have waited for a
+	// processor before lowering yields to a busy machine (O5): several
+	// ticks, so that the wake-ups that lowering exists for, each taking the
+	// holder's core for a moment, do not look like starvation.
+	StarveWindow = 5 * time.Millisecond
 	// CalmWindow is how long the need for Ps must stay lower before they
 	// are given back, doubled at each change up to MaxCalm, which bounds
 	// how often GOMAXPROCS changes (docs/design.md, "The GOMAXPROCS
