@@ -125,7 +125,8 @@ type Config struct {
 	// processor time, and any process may set them on its own threads. The
 	// last Close gives the threads the default slice back. Without it, the
 	// runtime takes the short slices only while goroutines outside its
-	// workers compute (see KeepGOMAXPROCS), unless KeepOSPriority is set.
+	// workers compute (see KeepGOMAXPROCS), or its own detached library
+	// calls compute while the collector runs, unless KeepOSPriority is set.
 	ShortTimeSlices bool
 	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
 	// thread of a thread that computes detached from its worker (a long
