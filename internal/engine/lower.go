@@ -68,8 +68,8 @@ type starveWatch struct {
 func (l *lowering) lowered(r int) bool { return r < 64 && l.mask.Load()>>uint(r)&1 != 0 }
 
 // lowerFor updates, at a tick at now, the lowered ranks for the criterion
-// c; off says lowering must be off (the collector marks, or the program's
-// own goroutines compete for Ps). It raises every lowered thread when lowering goes off (O3),
+// c; off says lowering must be off (the collector runs, or Ps are reserved
+// for others). It raises every lowered thread when lowering goes off (O3),
 // and turns it off for policy.CalmWindow when a lowered holder starves
 // (O5).
 func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool, now int64) {

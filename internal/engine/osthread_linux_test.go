@@ -305,7 +305,7 @@ func TestLowering(t *testing.T) {
 			assert.Equal(t, int32(unix.SCHED_NORMAL), hiPolicy.Load(), "the top rank runs in the normal class")
 			if demote {
 				require.True(t, eventually(lowered), "lowered again once the low rank runs")
-				goruntime.GC() // a collection's mark phase turns lowering off (O3)
+				goruntime.GC() // a collection turns lowering off for policy.CollectorQuiet
 				assert.True(t, eventually(func() bool { return !lowered() }), "raised while the collector works")
 			}
 			stop.Store(true)

@@ -571,37 +571,3 @@ func TestRevokerTakesTheWorkerItSwapped(t *testing.T) {
 	}
 	spinner.Wait()
 }
-
-// TestCollectorSeesMarkPhase: the ticker's collector (revoke.go) tells a
-// mark phase in progress from the collector's counts (O3), and sees it end.
-func TestCollectorSeesMarkPhase(t *testing.T) {
-	c := newCollector()
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() { // a program that allocates, so that cycles come often
-		defer close(done)
-		var keep [][]byte
-		for !stop.Load() {
-			keep = append(keep, make([]byte, 64<<10))
-			if len(keep) > 256 {
-				keep = nil
-			}
-		}
-	}()
-	sawMark, sawEnd := false, false
-	end := time.Now().Add(patience)
-	for time.Now().Before(end) && !(sawMark && sawEnd) {
-		active := c.active(int64(time.Since(end)) + int64(patience))
-		if c.marking {
-			sawMark = true
-			assert.True(t, active, "a cycle that marks has started")
-		} else if sawMark {
-			sawEnd = true
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-	stop.Store(true)
-	<-done
-	assert.True(t, sawMark, "no mark phase seen beside a program that allocates")
-	assert.True(t, sawEnd, "the mark phase seen never ended")
-}

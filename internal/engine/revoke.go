@@ -275,47 +275,39 @@ func (l *detachedList) demote(now int64, collecting bool) (long int) {
 // it every goroutine that allocates and must assist the collector (O3,
 // M8).
 type collector struct {
-	samples [2]metrics.Sample // the collector's stops of the world, and its cycles
-	seen    uint64
-	last    int64 // when the count was last seen to change (-1: never)
-	// marking: at the last tick the collector was in a mark phase, started
-	// (its first stop counted) and not ended (the cycle not counted).
-	marking bool
+	pauses [1]metrics.Sample
+	seen   uint64
+	last   int64 // when the count was last seen to change (-1: never)
 }
 
 func newCollector() collector {
 	c := collector{last: -1}
-	c.samples[0].Name = "/sched/pauses/total/gc:seconds"
-	c.samples[1].Name = "/gc/cycles/total:gc-cycles"
-	c.seen, _ = c.read()
+	c.pauses[0].Name = "/sched/pauses/total/gc:seconds"
+	c.seen = c.read()
 	return c
 }
 
-// read is the number of the collector's stops of the world so far, and of
-// its cycles. The histogram is read into the same buckets each time: no
-// allocation after the first.
-func (c *collector) read() (pauses, cycles uint64) {
-	metrics.Read(c.samples[:])
-	if c.samples[0].Value.Kind() != metrics.KindFloat64Histogram || c.samples[1].Value.Kind() != metrics.KindUint64 {
-		return 0, 0
+// read is the number of the collector's stops of the world so far. The
+// histogram is read into the same buckets each time: no allocation after
+// the first.
+func (c *collector) read() uint64 {
+	metrics.Read(c.pauses[:])
+	if c.pauses[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
 	}
-	for _, b := range c.samples[0].Value.Float64Histogram().Counts {
-		pauses += b
+	var n uint64
+	for _, b := range c.pauses[0].Value.Float64Histogram().Counts {
+		n += b
 	}
-	return pauses, c.samples[1].Value.Uint64()
+	return n
 }
 
 // active reports, at now, whether a cycle started within
-// policy.CollectorQuiet (seen at this tick or an earlier one), and notes
-// whether a mark phase runs (marking): each cycle stops the world twice,
-// as its mark phase starts and as it ends, and is counted as it ends, so
-// the phase runs while the stops outnumber twice the cycles.
+// policy.CollectorQuiet (seen at this tick or an earlier one).
 func (c *collector) active(now int64) bool {
-	n, cycles := c.read()
-	if n != c.seen {
+	if n := c.read(); n != c.seen {
 		c.seen, c.last = n, now
 	}
-	c.marking = n > 2*cycles
 	return c.last >= 0 && now-c.last < int64(policy.CollectorQuiet)
 }
 
