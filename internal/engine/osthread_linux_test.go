@@ -364,3 +364,40 @@ func TestStarvingOverAWindow(t *testing.T) {
 		return rt.starving(now)
 	}), "a runnable thread that ran next to nothing over a window")
 }
+
+// TestUnstackFindsAStackedWorker: two awake workers last seen on one
+// processor find each other in its slot of rt.onCPU, and the one that
+// looks second moves its thread to a free processor; a sleeping worker in
+// the slot, or one that has moved on, leaves the looker where it is.
+func TestUnstackFindsAStackedWorker(t *testing.T) {
+	if goruntime.NumCPU() < 2 {
+		t.Skip("one processor: nowhere to move")
+	}
+	goruntime.LockOSThread() // unstack moves the caller's thread, for a moment
+	defer goruntime.UnlockOSThread()
+	rt := &Runtime{}
+	rt.onCPU = make([]cpuSlot, 64)
+	a, b := &worker{}, &worker{}
+	for _, w := range []*worker{a, b} {
+		w.rt = rt
+		w.cpu.Store(0)
+	}
+	rt.workers = []*worker{a, b}
+
+	a.unstack()
+	assert.Equal(t, int32(0), a.cpu.Load(), "alone in its slot: stays")
+	b.unstack()
+	assert.NotEqual(t, int32(0), b.cpu.Load(), "b found a on its processor and moved")
+
+	b.cpu.Store(0)
+	a.sleeper.Store(&gor{}) // a sleeps, last seen on processor 0
+	rt.onCPU[0].w.Store(a)
+	b.unstack()
+	assert.Equal(t, int32(0), b.cpu.Load(), "a sleeping worker does not count")
+
+	a.sleeper.Store(nil)
+	a.cpu.Store(1) // a is awake, but was seen on processor 1 since
+	rt.onCPU[0].w.Store(a)
+	b.unstack()
+	assert.Equal(t, int32(0), b.cpu.Load(), "a worker seen elsewhere since does not count")
+}

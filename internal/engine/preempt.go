@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
@@ -122,31 +123,37 @@ func (g *gor) forked(t *Task, due bool) {
 // of a higher rank as it wakes (an Await-ed read) without waiting for their
 // yields, and promptness comes first. With more workers than processors,
 // workers share cores by design, and nothing moves.
+//
+// Each call swaps w into its processor's slot of rt.onCPU, a cache line
+// that only the workers on that processor write: two workers stacked there
+// find each other in it at their next yields, and a call costs no look at
+// the other workers unless it finds one. Only then does unstack read them
+// all, to learn which processors are free.
 func (w *worker) unstack() {
-	ws := w.rt.workers
 	cpu := w.cpu.Load()
-	if w.cur < 0 || w.cur < 64 && w.belowShare>>uint(w.cur)&1 != 0 ||
-		len(ws) < 2 || len(ws) > numCPU || cpu < 0 {
+	if cpu < 0 || int(cpu) >= len(w.rt.onCPU) {
+		return
+	}
+	prev := w.rt.onCPU[cpu].w.Swap(w)
+	if prev == nil || prev == w || prev.cpu.Load() != cpu || prev.sleeper.Load() != nil ||
+		w.cur < 0 || w.cur < 64 && w.belowShare>>uint(w.cur)&1 != 0 {
 		return
 	}
 	var taken uint64 // the processors awake workers were last seen on
-	stacked := false
-	for _, v := range ws {
-		c := v.cpu.Load()
-		if c < 0 || v.sleeper.Load() != nil {
-			continue
-		}
-		if c < 64 {
+	for _, v := range w.rt.workers {
+		if c := v.cpu.Load(); c >= 0 && c < 64 && v.sleeper.Load() == nil {
 			taken |= 1 << c
 		}
-		stacked = stacked || v != w && c == cpu
-	}
-	if !stacked {
-		return
 	}
 	if c := moveToFree(taken); c >= 0 {
 		w.cpu.Store(c)
 	}
+}
+
+// cpuSlot is a processor's entry in rt.onCPU, on a cache line of its own.
+type cpuSlot struct {
+	w atomic.Pointer[worker]
+	_ cacheLinePad
 }
 
 // numCPU is the machine's processors, for unstack.

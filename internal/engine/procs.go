@@ -24,8 +24,9 @@ import (
 // Whatever else computes takes those Ps: an ordinary goroutine of the
 // program, a thread detached from its worker (revoke.go), a computing
 // Await-ed call, a goroutine Go preempted. Once all are taken no P is
-// idle, the reader waits up to 10 ms for the monitor to poll and up to 10 ms more in the global run queue for Go's
-// preemption, and so does the ticker itself. So each tick the ticker
+// idle, the reader waits up to 10 ms for the monitor to poll and up to
+// 10 ms more in the global run queue for Go's preemption, and so does the
+// ticker itself. So each tick the ticker
 // counts the goroutines that run or wait for a P (runtime/metrics,
 // /sched/goroutines/running and runnable: a scan of the Ps under the
 // scheduler's lock, no stop of the world) and subtracts its own share,

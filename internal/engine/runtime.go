@@ -112,6 +112,7 @@ type shared struct {
 	gors      sync.WaitGroup // every goroutine the runtime started, for Close
 	steerSeq  atomic.Uint64  // where the scans of steer, takeFor and seize start, so that ties rotate
 	ticker    *ticker        // started by New, stopped by Close (ticker.go)
+	onCPU     []cpuSlot      // by processor: the worker that last said it ran there (unstack); nil if unstack never moves
 }
 
 // osTuning is what a runtime changes in the process and the OS around it:
@@ -173,6 +174,9 @@ func New(cfg Config) *Runtime {
 	rt.open = newOpenIndex(len(rt.ranks), cfg.Procs)
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt, i, cfg.Seed+uint64(i)*0x9e3779b97f4a7c15)
+	}
+	if cfg.Procs >= 2 && cfg.Procs <= numCPU {
+		rt.onCPU = make([]cpuSlot, 64) // unstack's masks cover processors 0-63
 	}
 	if cfg.ReserveP {
 		rt.reserved = cfg.Procs
