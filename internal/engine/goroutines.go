@@ -36,7 +36,7 @@ type gor struct {
 	// mode says whether the goroutine runs scheduler or thread code, and
 	// whether its token was revoked: see revoke.go.
 	mode modeWord
-	// detSince is when g was last revoked, for charging its processor time
+	// detSince is when g was last revoked or loosened, for charging its processor time
 	// when it comes back (whether the revocation counted it as computing
 	// is in its mode word: modeBusy).
 	detSince atomic.Int64
@@ -328,27 +328,83 @@ func (g *gor) handOff() {
 	}
 }
 
-// suspend takes the running thread t off its processor: its goroutine hands
-// the token on, runs during (which may block; it holds no token), then
-// steers t back to a worker as a continuation and parks until a worker picks
-// it up. It returns once t runs again, on whichever worker that is.
-func (g *gor) suspend(t *Task, during func()) {
+// suspend takes the running thread off its processor before an Await-ed
+// call: its goroutine hands the token on and lets go of its OS thread (the
+// call may block: Go then runs the P on this OS thread meanwhile). The
+// caller makes the call and then rejoins.
+func (g *gor) suspend() {
 	g.rt.suspended.Add(1)
 	g.promoteAll(g.w)
 	g.handOff()
-	defer g.rejoin(t) // also when during panics: the panic goes on in t
-	g.unlock()        // during may block: let Go run the P on this OS thread meanwhile
-	Awaited(during)
+	g.unlock()
 }
 
-// rejoin queues t's continuation and parks until it is scheduled again.
-func (g *gor) rejoin(t *Task) {
+// rejoin brings back t, whose goroutine g holds no token: it takes a token
+// at once if that costs nobody a wait (takeOver), else, with mayLoose, lets
+// a thread of a top rank run on loose (loosen: held is false), else queues
+// t's continuation and parks until a worker picks it up.
+func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
 	if !g.rt.takeOver(g, t.rank) {
+		if mayLoose && g.loosen(t) {
+			return false
+		}
 		g.rt.steer(item{t: t, g: g})
 		g.park()
 	}
 	g.w.setRunning(int(t.rank))
 	g.rt.suspended.Add(-1)
+	return true
+}
+
+// loosen lets thread t, back from an Await-ed call and finding no worker
+// free, run on without a token until its next preemption point, as a
+// revoked goroutine does (invariant R4, PROTOCOLS.md): only a thread of a
+// rank that no rank with a share is above, and at most one per worker at a
+// time.
+// Queued instead, it would wait for a worker's next point, and beside
+// ordinary goroutines that compute, the worker's OS thread waits for a
+// core first. It reports whether t runs loose.
+func (g *gor) loosen(t *Task) bool {
+	rt := g.rt
+	if rt.belowShare(t.rank) || looseOff {
+		return false
+	}
+	if rt.loose.Add(1) > int32(len(rt.workers)) {
+		rt.loose.Add(-1)
+		return false
+	}
+	// A worker for the attention word that the thread's points read: it
+	// holds none, and its points bring it back (reattach) as soon as one
+	// passes the scheduler.
+	g.w = rt.workers[0]
+	g.detSince.Store(rt.now())
+	g.lock() // I1: before the thread mode
+	g.mode.Store(modeRevoked | modeLoose)
+	return true
+}
+
+// unloose ends the loose run of g's thread t: g holds no token and runs no
+// thread code from here on until it rejoins (I1: the mode is modeSched
+// again before the caller lets go of the OS thread). The run's time is
+// charged to t's priority, so that Stats counts every thread's work.
+func (g *gor) unloose(t *Task) {
+	g.w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
+	g.w = nil
+	g.mode.Store(modeSched)
+	g.rt.loose.Add(-1)
+}
+
+// awaitLoose prepares a loose goroutine for an Await-ed call, which it
+// makes as it is, holding no token, and reports whether it did. A
+// goroutine that is not loose, or whose thread has forks pending, which
+// must not wait for the call, suspends through the scheduler instead.
+func (g *gor) awaitLoose(t *Task) bool {
+	if g.mode.Load()&modeLoose == 0 || g.priv.bot < g.priv.top || g.lazy.bot < g.lazy.top {
+		return false
+	}
+	g.unloose(t)
+	g.unlock()
+	return true
 }
 
 // waitFor parks the running thread t until child, which runs elsewhere,

@@ -285,12 +285,21 @@ func (t *Task) Yield() { t.point() }
 // Suspend runs f without holding a processor: the worker goes on with other
 // threads while f blocks, and t is queued again, steered to the worker that
 // can run it soonest, when f returns. A panic in f is re-raised in t once t
-// holds a processor again.
+// holds a processor again. A thread of a top rank that finds no worker free
+// when f returns runs on loose until its next point (R4, PROTOCOLS.md), and
+// makes its next Suspend as it is.
 func (t *Task) Suspend(f func()) {
 	g := t.g
-	g.enterPoint(t)
-	defer g.leave()
-	g.suspend(t, f)
+	if !g.awaitLoose(t) {
+		g.enterPoint(t)
+		g.suspend()
+	}
+	defer func() { // also when f panics: the panic goes on in t
+		if g.rejoin(t, true) {
+			g.leave()
+		}
+	}()
+	Awaited(f)
 }
 
 // Sleep suspends t for at least d without holding a processor.

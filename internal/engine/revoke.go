@@ -89,6 +89,10 @@ const (
 	modeRevoked mode = 2
 	modeQueued  mode = 4
 	modeBusy    mode = 8
+	// modeLoose goes with modeRevoked: the goroutine runs a thread resumed
+	// after an Await-ed call without a token (loosen, R4), and no worker
+	// was taken from it.
+	modeLoose mode = 16
 	// The bits from modeWorkerShift up to modeTopShift hold, with
 	// modeUser, the index of the worker whose token the goroutine holds
 	// (T3): a revoker's won compare-and-swap then names the worker it took
@@ -412,6 +416,11 @@ func (g *gor) enter(t *Task) {
 // reattach is enter for a revoked goroutine: it gives up the worker it
 // lost and comes back as a continuation of t, like a thread after Await.
 func (g *gor) reattach(t *Task) {
+	if g.mode.Load()&modeLoose != 0 {
+		g.unloose(t)
+		g.rejoin(t, false)
+		return
+	}
 	w := g.w // the worker its revoker took: the one its mode word named (M5)
 	g.w = nil
 	busy := g.mode.Load()&modeBusy != 0
@@ -423,7 +432,7 @@ func (g *gor) reattach(t *Task) {
 		w.stats.cpu[t.rank].Add(g.rt.now() - g.detSince.Load())
 	}
 	w.detachEnded(busy)
-	g.rejoin(t)
+	g.rejoin(t, false)
 }
 
 // revoke takes the token of w from h, its holder, if h runs a thread's code

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -106,13 +107,15 @@ type shared struct {
 	closing  atomic.Bool
 	stopping atomic.Bool
 
-	roots     atomic.Int64   // submitted threads not yet finished (Submit, RunHere; Task.finish; Q2)
-	suspended atomic.Int64   // threads parked off-processor (Await, Sleep, blocked Join; Q2)
-	moves     atomic.Uint64  // threads handed to another worker (Q1)
-	gors      sync.WaitGroup // every goroutine the runtime started, for Close
-	steerSeq  atomic.Uint64  // where the scans of steer, takeFor and seize start, so that ties rotate
-	ticker    *ticker        // started by New, stopped by Close (ticker.go)
-	onCPU     []cpuSlot      // by processor: the worker that last said it ran there (unstack); nil if unstack never moves
+	roots     atomic.Int64             // submitted threads not yet finished (Submit, RunHere; Task.finish; Q2)
+	suspended atomic.Int64             // threads parked off-processor (Await, Sleep, blocked Join; Q2)
+	loose     atomic.Int32             // threads resumed after Await that run loose (loosen, R4)
+	shareMask atomic.Pointer[critMask] // belowShare's, for the criterion in force
+	moves     atomic.Uint64            // threads handed to another worker (Q1)
+	gors      sync.WaitGroup           // every goroutine the runtime started, for Close
+	steerSeq  atomic.Uint64            // where the scans of steer, takeFor and seize start, so that ties rotate
+	ticker    *ticker                  // started by New, stopped by Close (ticker.go)
+	onCPU     []cpuSlot                // by processor: the worker that last said it ran there (unstack); nil if unstack never moves
 }
 
 // osTuning is what a runtime changes in the process and the OS around it:
@@ -192,6 +195,27 @@ func New(cfg Config) *Runtime {
 	rt.ticker = startTicker(rt)
 	return rt
 }
+
+// belowShare reports whether rank r is below a rank with a share in the
+// criterion in force (lowMaskOf; ranks from 64 up never are).
+func (rt *Runtime) belowShare(r int32) bool {
+	c := rt.crit.Load()
+	m := rt.shareMask.Load()
+	if m == nil || m.crit != c {
+		m = &critMask{crit: c, below: lowMaskOf(c, rt.order, rt.ranks)}
+		rt.shareMask.Store(m)
+	}
+	return r < 64 && m.below>>uint(r)&1 != 0
+}
+
+// critMask is lowMaskOf of a criterion, kept with it.
+type critMask struct {
+	crit  *fairness.Criterion
+	below uint64
+}
+
+// looseOff turns loosen off, for measurements (FAIRLY_X_NOLOOSE).
+var looseOff = os.Getenv("FAIRLY_X_NOLOOSE") != ""
 
 // ReportPanic hands a panic that nobody will see otherwise to Config.OnPanic,
 // or logs it. Package thread calls it; see Config.OnPanic.
