@@ -366,7 +366,7 @@ func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
 // core first. It reports whether t runs loose.
 func (g *gor) loosen(t *Task) bool {
 	rt := g.rt
-	if rt.belowShare(t.rank) || looseOff {
+	if rt.belowShare(t.rank) {
 		return false
 	}
 	if rt.loose.Add(1) > int32(len(rt.workers)) {

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -213,9 +212,6 @@ type critMask struct {
 	crit  *fairness.Criterion
 	below uint64
 }
-
-// looseOff turns loosen off, for measurements (FAIRLY_X_NOLOOSE).
-var looseOff = os.Getenv("FAIRLY_X_NOLOOSE") != ""
 
 // ReportPanic hands a panic that nobody will see otherwise to Config.OnPanic,
 // or logs it. Package thread calls it; see Config.OnPanic.
