@@ -230,9 +230,13 @@ func TestAdvJoinInversionAcrossThreads(t *testing.T) {
 	_, ps, c := three(t, 1, 1, 1)
 	rt := newRT(t, 2, c)
 	ch := make(chan *thread.Handle[int], 1)
+	refused := make(chan struct{})
 	low := thread.Go(rt, ps[2], func(c *thread.Ctx) int {
 		h := thread.Spawn(c, ps[2], func(c *thread.Ctx) int { return fib(c, 10) })
 		ch <- h
+		// Joined only after the refused join: else the handle may be spent
+		// by then, and that join fails with ErrSpent instead.
+		thread.Await(c, func() struct{} { <-refused; return struct{}{} })
 		v, err := thread.Join(c, h)
 		if err != nil {
 			return -1
@@ -244,6 +248,7 @@ func TestAdvJoinInversionAcrossThreads(t *testing.T) {
 		_, err := thread.Join(c, h)
 		return err
 	})
+	close(refused)
 	require.NoError(t, err)
 	assert.ErrorIs(t, res, thread.ErrIncompatiblePriorities)
 	v, err := low.Wait()
