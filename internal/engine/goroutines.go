@@ -59,8 +59,12 @@ type gor struct {
 	// point: padded off the fields above and off neighbouring objects, so
 	// that no other core's cache line moves when they change.
 	_ cacheLinePad
-	// count counts preemption points down to the next clock read.
-	count int
+	// count counts preemption points down to the next clock read; every
+	// is the count it starts from (policy.Pace), passAt when the running
+	// thread last passed through the scheduler.
+	count  int
+	every  int
+	passAt int64
 	// lazy and priv hold the lazy forks of the threads running on g, the
 	// ones a revoker may take and the private ones (lazy.go); frames are
 	// those threads, innermost last.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
@@ -60,9 +61,14 @@ func (g *gor) enterPoint(t *Task) {
 // parks t if the worker should run another priority now: the round changed,
 // a higher priority is ready and may borrow, or donated work must give way.
 func (g *gor) checkpoint(t *Task) {
-	g.count, g.priv.polls = policy.CheckEvery, policy.PollEvery
 	w := g.w
 	now := w.rt.now()
+	g.every = policy.Pace(g.every, now-g.passAt)
+	if paceOff {
+		g.every = policy.CheckEvery
+	}
+	g.passAt = now
+	g.count, g.priv.polls = g.every, policy.PollEvery
 	g.heartbeat(w, now)
 	w.service(now)
 	if w.choose(int(t.rank), now) == int(t.rank) {
@@ -310,3 +316,5 @@ func (t *Task) Sleep(d time.Duration) {
 	}
 	t.Suspend(func() { time.Sleep(d) })
 }
+
+var paceOff = os.Getenv("FAIRLY_X_NOPACE") != ""

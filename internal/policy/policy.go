@@ -518,3 +518,22 @@ func Poke(someAsleep, someBusy bool) bool { return someAsleep && someBusy }
 // running goroutine into its bank: with two workers or more, when the bank
 // of its rank holds no live thread, so that a deal or request finds work.
 func Promote(workers int, bankLive bool) bool { return workers >= 2 && !bankLive }
+
+// Pace is the count of preemption points to the next pass through the
+// scheduler, given the count before (every; 0 for CheckEvery) and the time
+// since the last pass (gap): halved while passes come further apart than
+// PassEvery, doubled back while they come closer than a quarter of it,
+// within 1 and CheckEvery. Passes that the attention word hastened count
+// as close ones: they only let the count grow back sooner.
+func Pace(every int, gap int64) int {
+	if every <= 0 {
+		every = CheckEvery
+	}
+	switch {
+	case gap > int64(PassEvery):
+		return max(1, every/2)
+	case gap < int64(PassEvery)/4:
+		return min(CheckEvery, every*2)
+	}
+	return every
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -283,4 +284,21 @@ func TestSpreadAfter(t *testing.T) {
 	assert.True(t, DealDue(now, 2000, true, false), "a request waits")
 	assert.True(t, DealDue(now, now, false, false), "the interval is over")
 	assert.False(t, DealDue(now, 2000, false, false))
+}
+
+// Pace: points that come far apart pass the scheduler more often, down to
+// every point; close ones grow the count back to CheckEvery.
+func TestPace(t *testing.T) {
+	far, close, mid := int64(2*PassEvery), int64(PassEvery/8), int64(PassEvery/2)
+	assert.Equal(t, CheckEvery/2, Pace(0, far), "the first pass starts from CheckEvery")
+	assert.Equal(t, CheckEvery, Pace(0, close))
+	assert.Equal(t, 1, Pace(1, far), "never below one")
+	assert.Equal(t, CheckEvery, Pace(CheckEvery, close), "never above CheckEvery")
+	assert.Equal(t, 8, Pace(8, mid), "passes about PassEvery apart keep the count")
+	every := CheckEvery
+	for range 10 { // a thread whose points are 25 µs apart
+		every = Pace(every, int64(every)*int64(25*time.Microsecond))
+	}
+	assert.LessOrEqual(t, int64(every)*int64(25*time.Microsecond), int64(PassEvery), "settles at passes PassEvery apart or closer")
+	assert.GreaterOrEqual(t, every, 1)
 }

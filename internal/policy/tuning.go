@@ -47,6 +47,16 @@ const (
 	// needs the worker sooner (a deal, a request, a steered thread, the
 	// ticker) raises the word instead of waiting for the count.
 	CheckEvery = 64
+	// PassEvery is about how often a thread's preemption points pass
+	// through the scheduler when nothing raises the attention word: the
+	// count of points between passes adapts (Pace), from CheckEvery down
+	// to one, so that a thread that computes tens of microseconds between
+	// points (a time sink) still offers its OS processor every
+	// OSYieldEvery or so. At a fixed count it offered it once an interrupt,
+	// and a thread woken onto its core (the network poller's, the echo
+	// driver's) waited that long: Linux does not preempt a thread of the
+	// normal class within its time slice for a woken one.
+	PassEvery = 50 * time.Microsecond
 	// PollEvery is how many polls of forks and loop iterations pass, when
 	// nothing raised the attention word, before a loop passes through the
 	// scheduler or a fork offers its OS processor (engine.Forks.Point): a
