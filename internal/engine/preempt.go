@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
@@ -64,9 +63,6 @@ func (g *gor) checkpoint(t *Task) {
 	w := g.w
 	now := w.rt.now()
 	g.every = policy.Pace(g.every, now-g.passAt)
-	if paceOff {
-		g.every = policy.CheckEvery
-	}
 	g.passAt = now
 	g.count, g.priv.polls = g.every, policy.PollEvery
 	g.heartbeat(w, now)
@@ -316,5 +312,3 @@ func (t *Task) Sleep(d time.Duration) {
 	}
 	t.Suspend(func() { time.Sleep(d) })
 }
-
-var paceOff = os.Getenv("FAIRLY_X_NOPACE") != ""
