@@ -132,6 +132,58 @@ func (s *lazyStack) drop() {
 	s.bot = min(s.bot, s.top)
 }
 
+// TakeFork is the fast path of a Join of child by t, for package thread:
+// it takes child out of its slot if child is t's youngest shared fork and
+// no preemption point is due, and then the caller runs it (RunTaken). It
+// costs the compare-and-swap of take; a false answer costs a preemption
+// point's count, and the caller joins child by Join.
+func (t *Task) TakeFork(child *Task) bool {
+	g := t.g
+	return child.rank == t.rank && !g.due() && g.lazy.take(child)
+}
+
+// RunTaken runs child, which TakeFork took, inline on t's goroutine, and
+// leaves its end to the caller: EndTaken ends it, unless the caller knows
+// that nobody will ever look at child again (no handle call on it under
+// way, and none to come), and then reuses its memory (Reinit) without
+// ending it. So the commonest join, a fork of the parent's own stack that
+// nobody else waits for, pays no atomic operation on child's end word
+// (L1a, L9).
+func (t *Task) RunTaken(child *Task) { t.g.runTaken(t, child) }
+
+// EndTaken ends child, which RunTaken ran: it marks child done and wakes
+// its waiters.
+func (t *Task) EndTaken(child *Task) { t.g.endTaken(t, child) }
+
+// runTaken runs child inline on g, for its parent t, without entering the
+// scheduler unless child left shared forks unjoined (they are promoted).
+// A runtime.Goexit in child unwinds through the run that began the frames
+// below it (exited).
+func (g *gor) runTaken(t, child *Task) {
+	child.g = g
+	g.begin(child)
+	child.body.Run(child)
+	if !g.orphans() {
+		g.end()
+		return
+	}
+	g.enter(t)
+	g.promoteOrphans(g.w)
+	g.end()
+	g.leave()
+}
+
+// endTaken ends child, which runTaken ran: a fork that nobody waits for and
+// that was not submitted is one compare-and-swap (L9); else it ends by
+// retire, in the scheduler.
+func (g *gor) endTaken(t, child *Task) {
+	if child.root || !child.endAlone() {
+		g.enter(t)
+		g.retire(child)
+		g.leave()
+	}
+}
+
 // Lazy is the record of a private lazy fork: thread.Fork2's second call,
 // written into the record at its level of the goroutine's Forks and nothing
 // else. Its task is prepared only if the fork is promoted, which is rare.
