@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
 )
@@ -202,7 +203,7 @@ type Lazy interface {
 // yet popped, slots[top:] records free for reuse (nil where none was made
 // yet). slots is always longer than top (init, Install), so that NextFork
 // reads slots[top] without a length check, which would take it over the
-// inlining budget. Forks are promoted oldest first, from bot up: slots[:bot] were
+// inlining budget, and even without the bounds check of an index. Forks are promoted oldest first, from bot up: slots[:bot] were
 // promoted and are nil (the record of a promoted fork belongs to its task
 // now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no
@@ -251,7 +252,8 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	n := s.polls - 1
 	s.polls = n
 	if g.w.attn.Load()|uint32(uint64(n-1)>>63) == 0 { // attention down and n > 0
-		free = s.slots[level]
+		// slots is longer than top (see Forks): no bounds check.
+		free = *(*Lazy)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.slots)), uintptr(level)*unsafe.Sizeof(free)))
 	}
 	return s, level, free
 }
