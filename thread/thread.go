@@ -476,12 +476,15 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	if h.invalid() {
 		return zero, ErrInvalidHandle
 	}
+	r := h.r
+	if c.done() == nil && r.generation() == h.gen && c.task.TakeFork(&r.ctx.task) {
+		return joinTaken(c, h)
+	}
 	if !h.pin() {
 		return zero, ErrSpent
 	}
 	// One function from the pin to the spend: a call fewer on the path of
 	// every fork-join.
-	r := h.r
 	switch r.ctx.task.Runtime() {
 	case nil: // failed before it could start
 		h.unpin()
@@ -509,6 +512,32 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	}
 	v, err := r.result()
 	h.spend(c) // after reading the result: a spent record may be cleared
+	return v, err
+}
+
+// joinTaken is Join of h by c once c took h's thread out of its lazy slot:
+// h's generation was current, and only c's goroutine pushes into its
+// slots and reuses records there, so the thread taken is h's, not yet
+// run, and no other call can have spent h (a spend needs the thread done).
+// c runs it inline. Then one compare-and-swap of the record's use word,
+// from h's generation with no call under way to the next, both ends the
+// thread and spends h when nobody else looked: no handle call was under
+// way (so nobody waits for it), and none can start on h any more. Else
+// the thread ends as any other, after c read its result, and h is not
+// spent (as a Join that found other calls under way leaves it). No pin:
+// the parent's Join costs the take and this swap.
+func joinTaken[T any](c *Ctx, h *Handle[T]) (T, error) {
+	r := h.r
+	c.task.RunTaken(&r.ctx.task)
+	if r.pooled && r.unseen == nil && r.use.CompareAndSwap(uint64(h.gen)<<32, uint64(h.gen+1)<<32) {
+		v, err := r.val, r.err
+		var zero T
+		r.val, r.err = zero, nil // let the result go
+		c.task.Recycled().Push(r)
+		return v, err
+	}
+	v, err := r.result()
+	c.task.EndTaken(&r.ctx.task) // after reading the result: a joiner woken may spend the record
 	return v, err
 }
 

@@ -949,3 +949,45 @@ func TestHandleJoinedTwiceAtOnce(t *testing.T) {
 		require.Equal(t, int32(1), runs[i].Load(), "runs of thread %d", i)
 	}
 }
+
+// A parent that takes its fork out of its slot and runs it while an
+// ordinary goroutine waits on the fork's handle: the waiter is woken with
+// the result, the parent gets it too, and the fork runs once. The record
+// is not reused while the waiter's call is under way.
+func TestJoinTakenWhileWaited(t *testing.T) {
+	_, ps, c := three(t, 1, 1, 1)
+	rt := newRT(t, 1, c)
+	for i := range 50 {
+		var runs atomic.Int32
+		waited := make(chan error, 1)
+		v, err := thread.Run(rt, ps[0], func(c *thread.Ctx) int {
+			h := thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { runs.Add(1); return i })
+			var started atomic.Bool
+			go func() {
+				started.Store(true)
+				v, err := h.Wait()
+				if err == nil && v != i {
+					err = fmt.Errorf("Wait: %d, want %d", v, i)
+				}
+				waited <- err
+			}()
+			for !started.Load() {
+				goruntime.Gosched()
+			}
+			v, err := thread.Join(c, h)
+			require.NoError(t, err)
+			// A second thread spawned now may reuse h's record only if
+			// the waiter's call ended.
+			w, err := thread.Join(c, thread.Spawn(c, c.Priority(), func(*thread.Ctx) int { return -1 }))
+			require.NoError(t, err)
+			require.Equal(t, -1, w)
+			return v
+		})
+		require.NoError(t, err)
+		require.Equal(t, i, v)
+		if err := <-waited; err != nil && !errors.Is(err, thread.ErrSpent) {
+			t.Fatal(err)
+		}
+		require.Equal(t, int32(1), runs.Load())
+	}
+}

@@ -462,7 +462,7 @@ func (g *gor) run(t *Task) {
 // threads that run inline above it, innermost first, so that their joiners
 // wake up, and drops their frames. The first of them to finish enters the
 // scheduler as the continuation of the thread it runs inside (a frame of a
-// thread that ran inline has its parent's below it). runInline has no
+// thread that ran inline has its parent's below it). runTaken has no
 // defer of its own: a Goexit in an inline child always unwinds through the
 // run that began the frames below it, which calls exited.
 func (g *gor) exited(k int) {
@@ -482,30 +482,10 @@ func (g *gor) exited(k int) {
 
 // runInline executes child, a thread that its parent t claimed in Join
 // before it started (most often a lazy fork), on g without entering the
-// scheduler: the fast path of fork-join code. It enters only when the
-// child left forks unjoined, somebody else waits for it, or it was
-// submitted (it counts in Runtime.roots): then it ends by retire, as in
-// run.
+// scheduler: the fast path of fork-join code (runTaken, endTaken).
 func (g *gor) runInline(t, child *Task) {
-	child.g = g
-	g.begin(child)
-	child.body.Run(child) // runtime.Goexit: see exited
-	orphans := g.orphans()
-	if !orphans {
-		g.end()
-		// Nobody else knows of child: the compare-and-swap fails if a
-		// joiner registered meanwhile, and then child ends by retire.
-		if !child.root && child.endAlone() {
-			return
-		}
-	}
-	g.enter(t)
-	if orphans {
-		g.promoteOrphans(g.w)
-		g.end()
-	}
-	g.retire(child)
-	g.leave()
+	g.runTaken(t, child)
+	g.endTaken(t, child)
 }
 
 // retire ends t, whose code has returned (or called runtime.Goexit), on

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/fairlyprompt/fairly/internal/policy"
 )
@@ -132,6 +133,58 @@ func (s *lazyStack) drop() {
 	s.bot = min(s.bot, s.top)
 }
 
+// TakeFork is the fast path of a Join of child by t, for package thread:
+// it takes child out of its slot if child is t's youngest shared fork and
+// no preemption point is due, and then the caller runs it (RunTaken). It
+// costs the compare-and-swap of take; a false answer costs a preemption
+// point's count, and the caller joins child by Join.
+func (t *Task) TakeFork(child *Task) bool {
+	g := t.g
+	return child.rank == t.rank && !g.due() && g.lazy.take(child)
+}
+
+// RunTaken runs child, which TakeFork took, inline on t's goroutine, and
+// leaves its end to the caller: EndTaken ends it, unless the caller knows
+// that nobody will ever look at child again (no handle call on it under
+// way, and none to come), and then reuses its memory (Reinit) without
+// ending it. So the commonest join, a fork of the parent's own stack that
+// nobody else waits for, pays no atomic operation on child's end word
+// (L1a, L9).
+func (t *Task) RunTaken(child *Task) { t.g.runTaken(t, child) }
+
+// EndTaken ends child, which RunTaken ran: it marks child done and wakes
+// its waiters.
+func (t *Task) EndTaken(child *Task) { t.g.endTaken(t, child) }
+
+// runTaken runs child inline on g, for its parent t, without entering the
+// scheduler unless child left shared forks unjoined (they are promoted).
+// A runtime.Goexit in child unwinds through the run that began the frames
+// below it (exited).
+func (g *gor) runTaken(t, child *Task) {
+	child.g = g
+	g.begin(child)
+	child.body.Run(child)
+	if !g.orphans() {
+		g.end()
+		return
+	}
+	g.enter(t)
+	g.promoteOrphans(g.w)
+	g.end()
+	g.leave()
+}
+
+// endTaken ends child, which runTaken ran: a fork that nobody waits for and
+// that was not submitted is one compare-and-swap (L9); else it ends by
+// retire, in the scheduler.
+func (g *gor) endTaken(t, child *Task) {
+	if child.root || !child.endAlone() {
+		g.enter(t)
+		g.retire(child)
+		g.leave()
+	}
+}
+
 // Lazy is the record of a private lazy fork: thread.Fork2's second call,
 // written into the record at its level of the goroutine's Forks and nothing
 // else. Its task is prepared only if the fork is promoted, which is rare.
@@ -150,7 +203,7 @@ type Lazy interface {
 // yet popped, slots[top:] records free for reuse (nil where none was made
 // yet). slots is always longer than top (init, Install), so that NextFork
 // reads slots[top] without a length check, which would take it over the
-// inlining budget. Forks are promoted oldest first, from bot up: slots[:bot] were
+// inlining budget, and even without the bounds check of an index. Forks are promoted oldest first, from bot up: slots[:bot] were
 // promoted and are nil (the record of a promoted fork belongs to its task
 // now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no
@@ -199,7 +252,8 @@ func (t *Task) NextFork() (s *Forks, level int, free Lazy) {
 	n := s.polls - 1
 	s.polls = n
 	if g.w.attn.Load()|uint32(uint64(n-1)>>63) == 0 { // attention down and n > 0
-		free = s.slots[level]
+		// slots is longer than top (see Forks): no bounds check.
+		free = *(*Lazy)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.slots)), uintptr(level)*unsafe.Sizeof(free)))
 	}
 	return s, level, free
 }

@@ -31,7 +31,7 @@ type Body interface {
 // joiners, which becomes closedWaiters when the task finishes after
 // somebody registered. end is an integer, not the list itself, so that
 // the commonest end, a fork run inline that nobody waits for, is one
-// compare-and-swap of an integer (runInline), which inlines, where one of
+// compare-and-swap of an integer (endTaken), which inlines, where one of
 // a pointer is a call with a write barrier.
 //
 // Invariant L9 (PROTOCOLS.md, no joiner is lost): a joiner sets endWaited
@@ -183,8 +183,8 @@ func (t *Task) share() bool {
 //
 // Invariant (Close's quiescence, runtime.go): every thread that ends goes
 // through finish (by retire), but for a thread that was not submitted and
-// that nobody waits for, which runInline marks done without entering the
-// scheduler. So a submitted thread leaves Runtime.roots exactly once,
+// that nobody waits for, which endTaken marks done without entering the
+// scheduler (or package thread reuses without marking it, L1a). So a submitted thread leaves Runtime.roots exactly once,
 // whichever way it ran: by a worker (run), by RunHere, or inline by a
 // joiner that claimed it before it started (runInline).
 func (t *Task) finish(w *worker) {
