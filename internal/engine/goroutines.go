@@ -62,8 +62,11 @@ type gor struct {
 	// count counts preemption points down to the next clock read; every
 	// is the count it starts from (policy.Pace), passAt when the running
 	// thread last passed through the scheduler.
+	// points counts the points since the last full pass (the duties and
+	// the heartbeat come every policy.CheckEvery points at most).
 	count  int
 	every  int
+	points int
 	passAt int64
 	// lazy and priv hold the lazy forks of the threads running on g, the
 	// ones a revoker may take and the private ones (lazy.go); frames are

@@ -62,9 +62,19 @@ func (g *gor) enterPoint(t *Task) {
 func (g *gor) checkpoint(t *Task) {
 	w := g.w
 	now := w.rt.now()
+	g.points += g.every - max(g.count, 0)
 	g.every = policy.Pace(g.every, now-g.passAt)
 	g.passAt = now
-	g.count, g.priv.polls = g.every, policy.PollEvery
+	g.count = g.every
+	if w.attn.Load() == 0 && g.points < policy.CheckEvery {
+		// Only the paced count ran out: offer the OS processor when it is
+		// time, without the duties and the heartbeat, which would promote
+		// forks that nobody asked for; they come every CheckEvery points
+		// as ever.
+		w.offerOS(now)
+		return
+	}
+	g.points, g.priv.polls = 0, policy.PollEvery
 	g.heartbeat(w, now)
 	w.service(now)
 	if w.choose(int(t.rank), now) == int(t.rank) {

@@ -78,7 +78,7 @@ func (g *gor) due() bool {
 // poll does the periodic duties from the loop when they are due.
 func (g *gor) poll() {
 	if g.due() {
-		g.count = policy.CheckEvery
+		g.count = max(g.every, 1) // as checkpoint left it: its count of points stays right
 		g.w.service(g.w.rt.now())
 	}
 }
@@ -117,6 +117,12 @@ func (w *worker) service(now int64) {
 	if policy.Spreading(w.spreadTo, now) {
 		w.attn.Store(1)
 	}
+	w.offerOS(now)
+}
+
+// offerOS offers the OS processor to other threads (sched_yield) if
+// policy.OSYieldEvery went by since the last offer.
+func (w *worker) offerOS(now int64) {
 	if now >= w.nextYield {
 		w.nextYield = now + int64(policy.OSYieldEvery)
 		osYield()
