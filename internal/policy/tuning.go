@@ -52,7 +52,8 @@ const (
 	// count of points between passes adapts (Pace), from CheckEvery down
 	// to one, so that a thread that computes tens of microseconds between
 	// points (a time sink) still offers its OS processor every
-	// OSYieldEvery or so. At a fixed count it offered it once an interrupt,
+	// OSYieldEvery or so; such a pass does nothing else, and the duties
+	// still come every CheckEvery points. At a fixed count it offered it once an interrupt,
 	// and a thread woken onto its core (the network poller's, the echo
 	// driver's) waited that long: Linux does not preempt a thread of the
 	// normal class within its time slice for a woken one.
