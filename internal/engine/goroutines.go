@@ -59,11 +59,10 @@ type gor struct {
 	// point: padded off the fields above and off neighbouring objects, so
 	// that no other core's cache line moves when they change.
 	_ cacheLinePad
-	// count counts preemption points down to the next clock read; every
-	// is the count it starts from (policy.Pace), passAt when the running
-	// thread last passed through the scheduler.
-	// points counts the points since the last full pass (the duties and
-	// the heartbeat come every policy.CheckEvery points at most).
+	// count counts preemption points down to the next pass through the
+	// scheduler, from every (policy.Pace); passAt is when the last pass
+	// was, and points how many points went by since the last full one
+	// (checkpoint).
 	count  int
 	every  int
 	points int
@@ -110,7 +109,7 @@ func (rt *Runtime) newGor() *gor {
 
 // record makes a goroutine record, parked and holding nothing.
 func (rt *Runtime) record() *gor {
-	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: policy.NoRank}
+	g := &gor{rt: rt, wake: make(chan struct{}, 1), label: policy.NoRank, every: policy.CheckEvery}
 	g.priv.init(g)
 	return g
 }
@@ -365,15 +364,14 @@ func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
 
 // loosen lets thread t, back from an Await-ed call and finding no worker
 // free, run on without a token until its next preemption point, as a
-// revoked goroutine does (invariant R4, PROTOCOLS.md): only a thread of a
-// rank that no rank with a share is above, and at most one per worker at a
-// time.
-// Queued instead, it would wait for a worker's next point, and beside
-// ordinary goroutines that compute, the worker's OS thread waits for a
-// core first. It reports whether t runs loose.
+// revoked goroutine does (invariant R4, PROTOCOLS.md), and reports whether
+// it does: only a thread of a rank that no rank with a share is above, and
+// at most one per worker at a time. Queued instead, it would wait for a
+// worker's next point, and beside ordinary goroutines that compute, that
+// worker's OS thread waits for a core first.
 func (g *gor) loosen(t *Task) bool {
 	rt := g.rt
-	if rt.belowShare(t.rank) {
+	if rt.belowShare(int(t.rank)) {
 		return false
 	}
 	if rt.loose.Add(1) > int32(len(rt.workers)) {

@@ -203,7 +203,8 @@ type Lazy interface {
 // yet popped, slots[top:] records free for reuse (nil where none was made
 // yet). slots is always longer than top (init, Install), so that NextFork
 // reads slots[top] without a length check, which would take it over the
-// inlining budget, and even without the bounds check of an index. Forks are promoted oldest first, from bot up: slots[:bot] were
+// inlining budget, and even without the bounds check of an index. Forks
+// are promoted oldest first, from bot up: slots[:bot] were
 // promoted and are nil (the record of a promoted fork belongs to its task
 // now), while slots[bot:top] are forks still to be taken, none nil. So a
 // fork of level i was promoted exactly when i < bot, and a pop reads no

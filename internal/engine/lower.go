@@ -47,12 +47,9 @@ type lowering struct {
 	// a goroutine adds itself as it lowers, whoever raises it removes it.
 	mu   sync.Mutex
 	gors map[*gor]struct{}
-	// The ticker's: want is the mask the criterion asks for and crit the
-	// criterion it was computed for; offUntil is when lowering may come
-	// back after a lowered holder was seen starved (O5); seen holds, per
-	// worker, the holder and its thread's processor time at the last tick.
-	want     uint64
-	crit     *fairness.Criterion
+	// The ticker's: offUntil is when lowering may come back after a
+	// lowered holder was seen starved (O5); seen holds, per worker, the
+	// holder and its thread's processor time at the last tick.
 	offUntil int64
 	seen     []starveWatch
 }
@@ -67,23 +64,20 @@ type starveWatch struct {
 // lowered reports whether rank r runs lowered now.
 func (l *lowering) lowered(r int) bool { return r < 64 && l.mask.Load()>>uint(r)&1 != 0 }
 
-// lowerFor updates, at a tick at now, the lowered ranks for the criterion
-// c; off says lowering must be off (the collector runs, or Ps are reserved
-// for others). It raises every lowered thread when lowering goes off (O3),
-// and turns it off for policy.CalmWindow when a lowered holder starves
-// (O5).
-func (rt *Runtime) lowerFor(c *fairness.Criterion, off bool, now int64) {
+// lower updates, at a tick at now, the lowered ranks for the criterion in
+// force (belowMask); off says lowering must be off (the collector runs, or
+// the program's own goroutines compete for Ps). It raises every lowered
+// thread when lowering goes off (O3), and turns it off for
+// policy.CalmWindow when a lowered holder starves (O5).
+func (rt *Runtime) lower(off bool, now int64) {
 	l := &rt.low
 	if !l.enabled {
 		return
 	}
-	if c != l.crit {
-		l.crit, l.want = c, lowMaskOf(c, rt.order, rt.ranks)
-	}
 	if rt.starving(now) {
 		l.offUntil = now + int64(policy.CalmWindow)
 	}
-	mask := l.want
+	mask := rt.belowMask()
 	if off || l.holds.Load() > 0 || now < l.offUntil {
 		mask = 0
 	}

@@ -62,15 +62,18 @@ func (g *gor) enterPoint(t *Task) {
 func (g *gor) checkpoint(t *Task) {
 	w := g.w
 	now := w.rt.now()
-	g.points += g.every - max(g.count, 0)
+	// Only the paced count brought this pass: every points went by, and
+	// nobody raised the attention word or polled its way here (Wanted).
+	paced := g.count <= 0 && w.attn.Load() == 0
+	if paced {
+		g.points += g.every
+	}
 	g.every = policy.Pace(g.every, now-g.passAt)
-	g.passAt = now
-	g.count = g.every
-	if w.attn.Load() == 0 && g.points < policy.CheckEvery {
-		// Only the paced count ran out: offer the OS processor when it is
-		// time, without the duties and the heartbeat, which would promote
-		// forks that nobody asked for; they come every CheckEvery points
-		// as ever.
+	g.count, g.passAt = g.every, now
+	if paced && g.points < policy.CheckEvery {
+		// Offer the OS processor when it is time, without the duties and
+		// the heartbeat, which would promote forks that nobody asked for;
+		// they come every CheckEvery points as ever.
 		w.offerOS(now)
 		return
 	}
@@ -148,7 +151,7 @@ func (w *worker) unstack() {
 	}
 	prev := w.rt.onCPU[cpu].w.Swap(w)
 	if prev == nil || prev == w || prev.cpu.Load() != cpu || prev.sleeper.Load() != nil ||
-		w.cur < 0 || w.cur < 64 && w.belowShare>>uint(w.cur)&1 != 0 {
+		w.cur < 0 || w.rt.belowShare(w.cur) {
 		return
 	}
 	var taken uint64 // the processors awake workers were last seen on

@@ -109,7 +109,7 @@ type shared struct {
 	roots     atomic.Int64             // submitted threads not yet finished (Submit, RunHere; Task.finish; Q2)
 	suspended atomic.Int64             // threads parked off-processor (Await, Sleep, blocked Join; Q2)
 	loose     atomic.Int32             // threads resumed after Await that run loose (loosen, R4)
-	shareMask atomic.Pointer[critMask] // belowShare's, for the criterion in force
+	shareMask atomic.Pointer[critMask] // belowMask's, for the criterion in force
 	moves     atomic.Uint64            // threads handed to another worker (Q1)
 	gors      sync.WaitGroup           // every goroutine the runtime started, for Close
 	steerSeq  atomic.Uint64            // where the scans of steer, takeFor and seize start, so that ties rotate
@@ -195,17 +195,23 @@ func New(cfg Config) *Runtime {
 	return rt
 }
 
-// belowShare reports whether rank r is below a rank with a share in the
-// criterion in force (lowMaskOf; ranks from 64 up never are).
-func (rt *Runtime) belowShare(r int32) bool {
+// belowMask is lowMaskOf of the criterion in force: the ranks below a rank
+// with a share (ranks from 64 up never are). It is computed once per
+// criterion, by whoever asks first, for lowering (lower.go), unstack and
+// loosen.
+func (rt *Runtime) belowMask() uint64 {
 	c := rt.crit.Load()
 	m := rt.shareMask.Load()
 	if m == nil || m.crit != c {
 		m = &critMask{crit: c, below: lowMaskOf(c, rt.order, rt.ranks)}
 		rt.shareMask.Store(m)
 	}
-	return r < 64 && m.below>>uint(r)&1 != 0
+	return m.below
 }
+
+// belowShare reports whether rank r is below a rank with a share in the
+// criterion in force.
+func (rt *Runtime) belowShare(r int) bool { return r >= 0 && r < 64 && rt.belowMask()>>uint(r)&1 != 0 }
 
 // critMask is lowMaskOf of a criterion, kept with it.
 type critMask struct {

@@ -78,7 +78,7 @@ func (g *gor) due() bool {
 // poll does the periodic duties from the loop when they are due.
 func (g *gor) poll() {
 	if g.due() {
-		g.count = max(g.every, 1) // as checkpoint left it: its count of points stays right
+		g.count = g.every // as checkpoint sets it, which counts points by it
 		g.w.service(g.w.rt.now())
 	}
 }
@@ -148,7 +148,6 @@ func (w *worker) newRound(now int64) {
 			w.used[r] = policy.UsageAtShare(w.shares[r], int64(w.rt.quantum))
 		}
 		w.total = policy.UsageWindow(int64(w.rt.quantum))
-		w.belowShare = lowMaskOf(c, w.rt.order, w.rt.ranks)
 	}
 	w.charge(now)
 	clear(w.borrowed)

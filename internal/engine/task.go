@@ -184,7 +184,8 @@ func (t *Task) share() bool {
 // Invariant (Close's quiescence, runtime.go): every thread that ends goes
 // through finish (by retire), but for a thread that was not submitted and
 // that nobody waits for, which endTaken marks done without entering the
-// scheduler (or package thread reuses without marking it, L1a). So a submitted thread leaves Runtime.roots exactly once,
+// scheduler (or package thread reuses without marking it, L1a). So a
+// submitted thread leaves Runtime.roots exactly once,
 // whichever way it ran: by a worker (run), by RunHere, or inline by a
 // joiner that claimed it before it started (runInline).
 func (t *Task) finish(w *worker) {

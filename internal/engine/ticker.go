@@ -229,7 +229,7 @@ func (tk *ticker) run(rt *Runtime) {
 		if rt.demote && rt.detBusy.Load() > 0 {
 			long = rt.detached.demote(now, collecting)
 		}
-		rt.lowerFor(rt.crit.Load(), collecting || now < tk.othersUntil, now)
+		rt.lower(collecting || now < tk.othersUntil, now)
 		tk.fitPs(rt, long, collecting)
 	}
 }

@@ -126,7 +126,6 @@ type core struct {
 	critVer    uint64
 	sampler    *fairness.Sampler
 	shares     []float64 // rank r's share of the criterion: with none it never borrows (choose, policy.MayBorrow)
-	belowShare uint64    // the ranks below one with a share (lowMaskOf), for unstack
 	rng        uint64
 	spares     []*gor // parked goroutines ready to carry on the loop (T2)
 	callers    []*gor // records of ordinary goroutines that ran threads in RunHere (R3)

@@ -53,10 +53,10 @@ const (
 	// to one, so that a thread that computes tens of microseconds between
 	// points (a time sink) still offers its OS processor every
 	// OSYieldEvery or so; such a pass does nothing else, and the duties
-	// still come every CheckEvery points. At a fixed count it offered it once an interrupt,
-	// and a thread woken onto its core (the network poller's, the echo
-	// driver's) waited that long: Linux does not preempt a thread of the
-	// normal class within its time slice for a woken one.
+	// still come every CheckEvery points. At a fixed count it offered it
+	// once an interrupt, and a thread woken onto its core (the network
+	// poller's, the echo driver's) waited that long: Linux does not preempt
+	// a thread of the normal class within its time slice for a woken one.
 	PassEvery = 50 * time.Microsecond
 	// PollEvery is how many polls of forks and loop iterations pass, when
 	// nothing raised the attention word, before a loop passes through the
