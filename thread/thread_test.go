@@ -582,8 +582,9 @@ func TestWatchdogRescuesStalledWorker(t *testing.T) {
 }
 
 // TestResumedThreadSeizesWorker: a top-priority thread resumed after Await
-// takes the token of the worker running lower-priority cooperative code at
-// once (Stats.Seizures) rather than queueing for its next preemption point;
+// runs on loose, and at its next preemption point (a fork) takes the token
+// of the worker running lower-priority cooperative code at once
+// (Stats.Seizures) rather than queueing for that worker's next point;
 // every resume happens once, and the displaced threads' work comes out
 // whole. A seizure needs the worker's holder in thread code: after a
 // resume, the worker's next holder must first be scheduled by the
@@ -612,6 +613,8 @@ func TestResumedThreadSeizesWorker(t *testing.T) {
 					if v < 0 {
 						return sum
 					}
+					// A fork: the point that takes a worker.
+					_, _ = thread.Join(c, thread.Spawn(c, ps[0], func(*thread.Ctx) int { return 0 }))
 					sum += v
 					waiting.Add(1)
 				}

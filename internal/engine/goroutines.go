@@ -345,35 +345,42 @@ func (g *gor) suspend() {
 	g.unlock()
 }
 
-// rejoin brings back t, whose goroutine g holds no token: it takes a token
-// at once if that costs nobody a wait (takeOver), else, with mayLoose, lets
-// a thread of a top rank run on loose (loosen: held is false), else queues
-// t's continuation and parks until a worker picks it up.
+// rejoin brings back t, whose goroutine g holds no token. With mayLoose (t
+// is back from an Await-ed call), a thread of a rank that no rank with a
+// share is above takes a sleeping worker's token, else runs on loose
+// (loosen: held is false) rather than seize a busy worker: the seized
+// holder, often in a library call, would go on detached in the normal
+// class (O2) and compete for a core with the very threads the network
+// wakes. Otherwise, or where loosen refuses, t takes a token at once if
+// that costs nobody a wait (takeOver), else it queues its continuation and
+// parks until a worker picks it up.
 func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
-	if !g.rt.takeOver(g, t.rank) {
-		if mayLoose && g.loosen(t) {
+	rt := g.rt
+	if mayLoose && !rt.belowShare(int(t.rank)) {
+		if w := rt.takeSleeper(); w != nil {
+			w.cpu.Store(currentCPU())
+			rt.adopt(g, w)
+		} else if g.loosen() {
 			return false
 		}
-		g.rt.steer(item{t: t, g: g})
+	}
+	if g.w == nil && !rt.takeOver(g, t.rank) {
+		rt.steer(item{t: t, g: g})
 		g.park()
 	}
 	g.w.setRunning(int(t.rank))
-	g.rt.suspended.Add(-1)
+	rt.suspended.Add(-1)
 	return true
 }
 
-// loosen lets thread t, back from an Await-ed call and finding no worker
-// free, run on without a token until its next preemption point, as a
-// revoked goroutine does (invariant R4, PROTOCOLS.md), and reports whether
-// it does: only a thread of a rank that no rank with a share is above, and
-// at most one per worker at a time. Queued instead, it would wait for a
-// worker's next point, and beside ordinary goroutines that compute, that
+// loosen lets the thread of g, back from an Await-ed call, run on without a
+// token until its next preemption point, as a revoked goroutine does
+// (invariant R4, PROTOCOLS.md), and reports whether it does: at most one
+// thread per worker runs loose at a time. Queued instead, it would wait for
+// a worker's next point, and beside ordinary goroutines that compute, the
 // worker's OS thread waits for a core first.
-func (g *gor) loosen(t *Task) bool {
+func (g *gor) loosen() bool {
 	rt := g.rt
-	if rt.belowShare(int(t.rank)) {
-		return false
-	}
 	if rt.loose.Add(1) > int32(len(rt.workers)) {
 		rt.loose.Add(-1)
 		return false
