@@ -318,12 +318,13 @@ func (s *Forks) Point(t *Task) {
 	}
 	if s.polls <= 0 {
 		// Only the count ran out: offer the OS processor when it is time,
-		// as service does, without a pass and its heartbeat, which would
-		// promote forks that nobody asked for.
+		// and move off a core shared with another worker, as service
+		// does, without a pass and its heartbeat, which would promote
+		// forks that nobody asked for.
 		s.polls = policy.PollEvery
 		if now := g.rt.now(); now >= g.nextYield {
 			g.nextYield = now + int64(policy.OSYieldEvery)
-			osYield()
+			g.w.yieldOS(int(t.rank))
 		}
 	}
 }

@@ -31,27 +31,32 @@ func currentCPU() int32 {
 // moveToFree moves the calling OS thread at once to the first processor it
 // may run on whose bit in taken is clear, then lets it run on all of them
 // again, so that it stays there only until the OS moves it: a nudge, not a
-// pinning. It gives the processor, -1 if none was free or the kernel
-// refused.
-func moveToFree(taken uint64) int32 {
+// pinning. It stores that processor into at before the move: the worker
+// stacked with the caller may run while the caller's thread migrates, and
+// if it still saw the caller on their shared processor it would move to the
+// same free one (both did, back and forth, every few microseconds). It
+// stores -1 into at if the kernel refused, and leaves at alone if no
+// processor was free.
+func moveToFree(taken uint64, at *atomic.Int32) {
 	goruntime.LockOSThread() // both calls on one thread, or another stays pinned
 	defer goruntime.UnlockOSThread()
 	var was, one unix.CPUSet
 	if unix.SchedGetaffinity(0, &was) != nil {
-		return -1
+		return
 	}
 	for cpu := range 64 {
 		if taken&(1<<cpu) != 0 || !was.IsSet(cpu) {
 			continue
 		}
+		at.Store(int32(cpu))
 		one.Set(cpu)
 		if unix.SchedSetaffinity(0, &one) != nil {
-			return -1
+			at.Store(-1)
+			return
 		}
 		_ = unix.SchedSetaffinity(0, &was)
-		return int32(cpu)
+		return
 	}
-	return -1
 }
 
 // setSlices gives every thread of the process the short time slice (short)

@@ -384,20 +384,20 @@ func TestUnstackFindsAStackedWorker(t *testing.T) {
 	}
 	rt.workers = []*worker{a, b}
 
-	a.unstack()
+	a.unstack(0)
 	assert.Equal(t, int32(0), a.cpu.Load(), "alone in its slot: stays")
-	b.unstack()
+	b.unstack(0)
 	assert.NotEqual(t, int32(0), b.cpu.Load(), "b found a on its processor and moved")
 
 	b.cpu.Store(0)
 	a.sleeper.Store(&gor{}) // a sleeps, last seen on processor 0
 	rt.onCPU[0].w.Store(a)
-	b.unstack()
+	b.unstack(0)
 	assert.Equal(t, int32(0), b.cpu.Load(), "a sleeping worker does not count")
 
 	a.sleeper.Store(nil)
 	a.cpu.Store(1) // a is awake, but was seen on processor 1 since
 	rt.onCPU[0].w.Store(a)
-	b.unstack()
+	b.unstack(0)
 	assert.Equal(t, int32(0), b.cpu.Load(), "a worker seen elsewhere since does not count")
 }

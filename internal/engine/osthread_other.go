@@ -5,6 +5,7 @@ package engine
 import (
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // osYield does nothing where sched_yield is not at hand: Gosched would be
@@ -17,7 +18,7 @@ func osYield() {}
 func currentCPU() int32 { return -1 }
 
 // moveToFree cannot move threads here.
-func moveToFree(uint64) int32 { return -1 }
+func moveToFree(uint64, *atomic.Int32) {}
 
 // setSlices does nothing where the kernel has no per-thread time slices.
 func setSlices(bool) {}

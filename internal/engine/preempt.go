@@ -126,10 +126,24 @@ func (g *gor) forked(t *Task, due bool) {
 	g.leave()
 }
 
+// yieldOS offers the OS processor to other threads (sched_yield), then
+// notes the processor the holder's thread runs on after it, and moves the
+// thread off a processor another worker shares (unstack); rank is the rank
+// the holder runs (policy.NoRank: none). The holder calls it from the
+// scheduler (offerOS) and from thread code whose forks only counted their
+// polls down (Forks.Point): code that only forks passes through the
+// scheduler once an interrupt, and two workers stacked on one core handed
+// it to each other at every yield of that code for as long.
+func (w *worker) yieldOS(rank int) {
+	osYield()
+	w.cpu.Store(currentCPU()) // the yield is where the OS may have moved us
+	w.unstack(rank)
+}
+
 // unstack moves the OS thread of w's holder, if another awake worker was
 // last seen on the processor w was last seen on, to a processor where no
 // awake worker was last seen, if the thread may run there: the holder
-// calls it after a pass through the scheduler has refreshed w.cpu. Two
+// calls it after a yield has refreshed w.cpu (yieldOS), running rank. Two
 // workers that Linux placed on one core hand it to each other at every OS
 // yield (policy.OSYieldEvery), so both look cache-hot to its balancer,
 // which then left them stacked for milliseconds while the other core
@@ -144,14 +158,14 @@ func (g *gor) forked(t *Task, due bool) {
 // find each other in it at their next yields, and a call costs no look at
 // the other workers unless it finds one. Only then does unstack read them
 // all, to learn which processors are free.
-func (w *worker) unstack() {
+func (w *worker) unstack(rank int) {
 	cpu := w.cpu.Load()
 	if cpu < 0 || int(cpu) >= len(w.rt.onCPU) {
 		return
 	}
 	prev := w.rt.onCPU[cpu].w.Swap(w)
 	if prev == nil || prev == w || prev.cpu.Load() != cpu || prev.sleeper.Load() != nil ||
-		w.cur < 0 || w.rt.belowShare(w.cur) {
+		rank < 0 || w.rt.belowShare(rank) {
 		return
 	}
 	var taken uint64 // the processors awake workers were last seen on
@@ -160,9 +174,7 @@ func (w *worker) unstack() {
 			taken |= 1 << c
 		}
 	}
-	if c := moveToFree(taken); c >= 0 {
-		w.cpu.Store(c)
-	}
+	moveToFree(taken, &w.cpu)
 }
 
 // cpuSlot is a processor's entry in rt.onCPU, on a cache line of its own.

@@ -125,9 +125,7 @@ func (w *worker) service(now int64) {
 func (w *worker) offerOS(now int64) {
 	if now >= w.nextYield {
 		w.nextYield = now + int64(policy.OSYieldEvery)
-		osYield()
-		w.cpu.Store(currentCPU()) // the yield is where the OS may have moved us
-		w.unstack()
+		w.yieldOS(w.cur)
 	}
 }
 
