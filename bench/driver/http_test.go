@@ -40,8 +40,10 @@ func TestRunHTTPOpenLoop(t *testing.T) {
 	assert.Len(t, res.RTT, res.Sent)
 	assert.GreaterOrEqual(t, res.Sent, held)
 	assert.InDelta(t, res.Requests, res.Sent, 2, "the schedule is kept")
-	// The first request waited for the tenth, sent 9 intervals (45 ms) later.
-	assert.GreaterOrEqual(t, res.RTT[0], 45*time.Millisecond)
+	// The first request waited for the tenth, sent 9 intervals (45 ms) after
+	// the first's scheduled start; the attacker's ticks may come a little
+	// early (one run measured 44.96 ms), so one interval is left as slack.
+	assert.GreaterOrEqual(t, res.RTT[0], 40*time.Millisecond)
 }
 
 func TestRunHTTPFailures(t *testing.T) {
