@@ -161,7 +161,7 @@ func (rt *Runtime) RunHere(t *Task, labels context.Context) (bool, error) {
 	if threadGor() != nil {
 		return false, ErrWaitInThread
 	}
-	w := rt.takeFor(t.rank)
+	w := rt.takeFor(t.rank, true)
 	if w == nil {
 		return false, nil
 	}
@@ -356,17 +356,15 @@ func (g *gor) suspend() {
 // parks until a worker picks it up.
 func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
 	rt := g.rt
-	if mayLoose && !rt.belowShare(int(t.rank)) {
-		if w := rt.takeSleeper(); w != nil {
-			w.cpu.Store(currentCPU())
-			rt.adopt(g, w)
-		} else if g.loosen() {
+	loose := mayLoose && !rt.belowShare(int(t.rank))
+	if !rt.takeOver(g, t.rank, !loose) {
+		if loose && g.loosen() {
 			return false
 		}
-	}
-	if g.w == nil && !rt.takeOver(g, t.rank) {
-		rt.steer(item{t: t, g: g})
-		g.park()
+		if !loose || !rt.takeOver(g, t.rank, true) {
+			rt.steer(item{t: t, g: g})
+			g.park()
+		}
 	}
 	g.w.setRunning(int(t.rank))
 	rt.suspended.Add(-1)

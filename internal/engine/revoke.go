@@ -56,7 +56,9 @@ import (
 //     processor (seize). The holder, cooperative as a rule, comes
 //     back at its next point and queues its thread again, as after any
 //     revocation; the resumed thread skips a goroutine switch and Go's
-//     wake-up of an OS thread for it;
+//     wake-up of an OS thread for it. A thread of a rank that no rank with
+//     a share is above first takes a sleeping worker or runs loose (R4),
+//     and seizes only once Procs threads run loose;
 //   - by the watchdog (ticker.go) when a worker has not passed a preemption
 //     point for policy.StallTicks ticks and someone waits for it (threads
 //     queued in its banks, inbox or mailboxes, a request, an idle worker that
@@ -523,9 +525,9 @@ func (w *worker) detachEnded(busy bool) {
 }
 
 // takeOver gives g, whose thread of rank r is ready, a token at once if
-// that costs nobody a wait (takeFor).
-func (rt *Runtime) takeOver(g *gor, r int32) bool {
-	w := rt.takeFor(r)
+// that costs nobody a wait (takeFor; a seizure only if seize allows).
+func (rt *Runtime) takeOver(g *gor, r int32, seize bool) bool {
+	w := rt.takeFor(r, seize)
 	if w == nil {
 		return false
 	}
@@ -534,14 +536,14 @@ func (rt *Runtime) takeOver(g *gor, r int32) bool {
 }
 
 // takeFor takes, for a goroutine that is running already and whose thread
-// of rank r is ready, the token of a sleeping worker, or one that seize
-// takes, and returns that worker for the caller to adopt; nil if neither.
-// The sleeping goroutine stays with the worker as a spare; the revoked one
-// goes on detached until its next point.
-func (rt *Runtime) takeFor(r int32) *worker {
+// of rank r is ready, the token of a sleeping worker, or, if seize allows,
+// one that seize takes, and returns that worker for the caller to adopt;
+// nil if neither. The sleeping goroutine stays with the worker as a spare;
+// the revoked one goes on detached until its next point.
+func (rt *Runtime) takeFor(r int32, seize bool) *worker {
 	here := currentCPU()
 	w := rt.takeSleeper()
-	if w == nil {
+	if w == nil && seize {
 		w = rt.seize(r, here)
 	}
 	if w != nil {
