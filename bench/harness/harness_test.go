@@ -343,6 +343,13 @@ func TestTable2PairedRatios(t *testing.T) {
 	// The cutoff rows have no pairs: their ratios are to the sequential median.
 	assert.Equal(t, "1.00×", got["fib P=1"][7])
 	assert.Equal(t, "2.00×", got["fib P=2"][5])
+	// The pairs of fine P=1 ran at their median twice the fastest
+	// sequential run: a slow stretch, which the text names.
+	text := table2(res).Text
+	assert.Contains(t, text, "fib fine P=1 (2.00×)")
+	assert.NotContains(t, text, "fib fine P=2")
+	one.SeqTimes = ms(1, 1.2, 1.2)
+	assert.Contains(t, table2(res).Text, "so their ratios may be off: none.")
 }
 
 // TestTable2FineOfMissing: fib-cutoff's fine rows point to fib's, and say
