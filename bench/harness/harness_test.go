@@ -267,8 +267,8 @@ func TestTable2Paired(t *testing.T) {
 	s := &suite{cfg: &cfg}
 	var calls []string
 	inst := &loggedInstance{log: &calls}
-	// A slow stretch covers the second pair: both of its runs take three
-	// times as long, so its ratio is the others'.
+	// Each fairly run has its own time, so that a ratio taken against the
+	// wrong sequential run, or a median, would show.
 	fine := []time.Duration{2 * time.Millisecond, 6 * time.Millisecond, 2 * time.Millisecond}
 	n := 0
 	rec, err := s.aloneRun(&Record{Kind: kindAlone, Procs: 1, Grain: grainFine}, inst, func(*runtime.Runtime, fairness.Priority) (time.Duration, error) {
@@ -299,10 +299,14 @@ func TestTable2Paired(t *testing.T) {
 	assert.Empty(t, rec.SeqRatios)
 }
 
-// loggedInstance is a kernel instance that only logs its calls.
+// loggedInstance is a kernel instance that only logs its calls; its
+// sequential run sleeps, so that it takes a time on any clock.
 type loggedInstance struct{ log *[]string }
 
-func (l *loggedInstance) Seq()               { *l.log = append(*l.log, "seq") }
+func (l *loggedInstance) Seq() {
+	*l.log = append(*l.log, "seq")
+	time.Sleep(50 * time.Microsecond)
+}
 func (l *loggedInstance) Goroutines()        { *l.log = append(*l.log, "goroutines") }
 func (l *loggedInstance) Fairly(*thread.Ctx) { *l.log = append(*l.log, "fairly") }
 func (l *loggedInstance) Check() error       { *l.log = append(*l.log, "check"); return nil }
