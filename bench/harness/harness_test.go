@@ -21,6 +21,9 @@ import (
 	"github.com/fairlyprompt/fairly/bench/driver"
 	"github.com/fairlyprompt/fairly/bench/kernels"
 	"github.com/fairlyprompt/fairly/bench/latency"
+	"github.com/fairlyprompt/fairly/fairness"
+	"github.com/fairlyprompt/fairly/runtime"
+	"github.com/fairlyprompt/fairly/thread"
 )
 
 // TestMain lets the test binary double as the driver process.
@@ -202,6 +205,9 @@ func TestTable2Fine(t *testing.T) {
 			rec := fine[fmt.Sprintf("%s %s P=%d", kindAlone, k, p)]
 			require.NotNil(t, rec, "%s fine P=%d", k, p)
 			assert.Len(t, rec.Times, cfg.Reps, "%s fine P=%d", k, p)
+			assert.Len(t, rec.SeqTimes, cfg.Reps, "%s fine P=%d: a sequential run before each", k, p)
+			assert.Len(t, rec.SeqRatios, cfg.Reps, "%s fine P=%d", k, p)
+			assert.Positive(t, rec.SeqRatio, "%s fine P=%d", k, p)
 		}
 		rec := fine[fmt.Sprintf("%s strassen P=%d", kindGoroutines, p)]
 		require.NotNil(t, rec, "strassen fine goroutines P=%d", p)
@@ -250,6 +256,104 @@ func TestTable2Fine(t *testing.T) {
 		assert.Empty(t, fair.Grain)
 		assert.Equal(t, millis(fair), got[fmt.Sprintf("strassen P=%d", p)][4])
 	}
+}
+
+// TestTable2Paired: each fairly step of table2 runs the sequential version
+// right before every repetition, on the same instance, and the ratios are
+// those of the adjacent pairs.
+func TestTable2Paired(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Experiments, cfg.Reps = []string{"table2"}, 3
+	s := &suite{cfg: &cfg}
+	var calls []string
+	inst := &loggedInstance{log: &calls}
+	// Each fairly run has its own time, so that a ratio taken against the
+	// wrong sequential run, or a median, would show.
+	fine := []time.Duration{2 * time.Millisecond, 6 * time.Millisecond, 2 * time.Millisecond}
+	n := 0
+	rec, err := s.aloneRun(&Record{Kind: kindAlone, Procs: 1, Grain: grainFine}, inst, func(*runtime.Runtime, fairness.Priority) (time.Duration, error) {
+		calls = append(calls, "fine")
+		n++
+		return fine[n-1], nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"seq", "check", "fine", "seq", "check", "fine", "seq", "check", "fine"}, calls)
+	assert.Equal(t, fine, rec.Times)
+	require.Len(t, rec.SeqTimes, 3)
+	require.Len(t, rec.SeqRatios, 3)
+	for i := range 3 {
+		assert.InDelta(t, float64(rec.Times[i])/float64(rec.SeqTimes[i]), rec.SeqRatios[i], 1e-12, "pair %d", i)
+	}
+	assert.Equal(t, spreadOf(rec.SeqRatios).Median, rec.SeqRatio)
+
+	// Without table2 the runs are not paired.
+	cfg.Experiments = []string{"table1"}
+	calls = nil
+	rec, err = s.aloneRun(&Record{Kind: kindAlone, Procs: 1}, inst, func(*runtime.Runtime, fairness.Priority) (time.Duration, error) {
+		calls = append(calls, "fine")
+		return time.Millisecond, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fine", "fine", "fine"}, calls)
+	assert.Empty(t, rec.SeqTimes)
+	assert.Empty(t, rec.SeqRatios)
+}
+
+// loggedInstance is a kernel instance that only logs its calls; its
+// sequential run sleeps, so that it takes a time on any clock.
+type loggedInstance struct{ log *[]string }
+
+func (l *loggedInstance) Seq() {
+	*l.log = append(*l.log, "seq")
+	time.Sleep(50 * time.Microsecond)
+}
+func (l *loggedInstance) Goroutines()        { *l.log = append(*l.log, "goroutines") }
+func (l *loggedInstance) Fairly(*thread.Ctx) { *l.log = append(*l.log, "fairly") }
+func (l *loggedInstance) Check() error       { *l.log = append(*l.log, "check"); return nil }
+
+// TestTable2PairedRatios: Table 2 divides each fairly run by the
+// sequential run paired with it, not by the sequential step's median, and
+// falls back on that median for results without pairs.
+func TestTable2PairedRatios(t *testing.T) {
+	ms := func(xs ...float64) []time.Duration {
+		var out []time.Duration
+		for _, x := range xs {
+			out = append(out, time.Duration(x*float64(time.Millisecond)))
+		}
+		return out
+	}
+	paired := func(p int, times, seq []time.Duration) *Record {
+		r := &Record{Kind: kindAlone, Kernel: "fib", Procs: p, Grain: grainFine, Times: times, SeqTimes: seq}
+		r.pairRatios()
+		return r
+	}
+	seq := &Record{Kind: kindSeq, Kernel: "fib", Times: ms(1, 1, 1)}
+	// Every pair at P = 1 has ratio 2, in and out of a slow stretch that
+	// doubles the second and third pairs; the sequential step missed it.
+	one := paired(1, ms(2, 4, 4), ms(1, 2, 2))
+	two := paired(2, ms(0.5, 1, 1.5), ms(1, 1, 1))
+	res := &Results{Kernels: []string{"fib"}, Procs: []int{1, 2}, Experiments: []string{"table2"},
+		Records: []*Record{seq, one, two, {Kind: kindAlone, Kernel: "fib", Procs: 1, Times: ms(1, 1, 1)}, {Kind: kindAlone, Kernel: "fib", Procs: 2, Times: ms(0.5, 0.5, 0.5)}}}
+	assert.Equal(t, []float64{2, 2, 2}, one.SeqRatios)
+	assert.InDelta(t, 1.0, two.SeqRatio, 1e-12)
+	got := map[string][]string{}
+	for _, r := range tables(table2(res).Table)[0][2:] {
+		got[r[0]+" P="+r[1]] = r
+	}
+	assert.Equal(t, "2.00×", got["fib fine P=1"][7], "T1/T_seq from the pairs")
+	assert.Equal(t, "2.00×", got["fib fine P=2"][7])
+	assert.Equal(t, "0.50×", got["fib fine P=1"][5], "T_seq/T_fairly from the pairs")
+	assert.Equal(t, "1.00× (0.67–2.00)", got["fib fine P=2"][5])
+	// The cutoff rows have no pairs: their ratios are to the sequential median.
+	assert.Equal(t, "1.00×", got["fib P=1"][7])
+	assert.Equal(t, "2.00×", got["fib P=2"][5])
+	// The pairs of fine P=1 ran at their median twice the fastest
+	// sequential run: a slow stretch, which the text names.
+	text := table2(res).Text
+	assert.Contains(t, text, "fib fine P=1 (2.00×)")
+	assert.NotContains(t, text, "fib fine P=2")
+	one.SeqTimes = ms(1, 1.2, 1.2)
+	assert.Contains(t, table2(res).Text, "so their ratios may be off: none.")
 }
 
 // TestTable2FineOfMissing: fib-cutoff's fine rows point to fib's, and say

@@ -134,6 +134,20 @@ func over(base, rec *Record, invert bool) Spread {
 	return spreadOf(ratios(b.Median, times(rec), invert))
 }
 
+// overSeq is over(seq, rec, invert) for the sequential baseline: T_seq/T
+// of each run of rec, or T/T_seq when invert is set. Where rec has
+// sequential runs paired with its own (Record.SeqRatios), each run is
+// compared with its pair's, not with the median of seq, a step of its own.
+func overSeq(seq, rec *Record, invert bool) Spread {
+	if rec == nil || len(rec.SeqRatios) == 0 {
+		return over(seq, rec, invert)
+	}
+	if invert {
+		return spreadOf(rec.SeqRatios)
+	}
+	return spreadOf(ratios(1, rec.SeqRatios, false))
+}
+
 func echoLatency(rec *Record) Latency {
 	if rec == nil || rec.Echo == nil {
 		return Latency{}
@@ -182,6 +196,47 @@ func table1(res *Results) Section {
 	}
 }
 
+// slowStretch is how much slower than a kernel's fastest sequential run of
+// a suite run the sequential runs of a step's pairs must be, at their
+// median, for Table 2 to say that the step ran in one of the machine's slow
+// stretches: forking code slows more in them than the sequential loop, so
+// that even a paired ratio is off there.
+const slowStretch = 1.3
+
+// slowPairs names the rows of Table 2 whose pairs ran in a slow stretch,
+// each with its sequential median over the kernel's fastest sequential run.
+func slowPairs(res *Results) []string {
+	fastest := map[string]time.Duration{}
+	for _, rec := range res.Records {
+		ts := rec.SeqTimes
+		if rec.Kind == kindSeq {
+			ts = rec.Times
+		} else if rec.Kind != kindAlone {
+			continue
+		}
+		for _, d := range ts {
+			if f, ok := fastest[rec.Kernel]; d > 0 && (!ok || d < f) {
+				fastest[rec.Kernel] = d
+			}
+		}
+	}
+	var out []string
+	for _, k := range res.Kernels {
+		for _, grain := range []string{"", grainFine} {
+			for _, p := range res.Procs {
+				rec := res.find(Record{Kind: kindAlone, Kernel: k, Procs: p, Grain: grain})
+				if rec == nil || len(rec.SeqTimes) == 0 || fastest[k] == 0 {
+					continue
+				}
+				if x := spreadOf(seconds(rec.SeqTimes)).Median / fastest[k].Seconds(); x >= slowStretch {
+					out = append(out, fmt.Sprintf("%s P=%d (%.2f×)", strings.TrimSpace(k+" "+grain), p, x))
+				}
+			}
+		}
+	}
+	return out
+}
+
 func table2(res *Results) Section {
 	t := table{head: []string{"kernel", "P", "sequential (ms)", "goroutines (ms)", "fairly (ms)", "T_seq/T_fairly", "T_goroutines/T_fairly", "T1/T_seq"}}
 	for _, k := range res.Kernels {
@@ -191,8 +246,8 @@ func table2(res *Results) Section {
 			for _, p := range res.Procs {
 				gor := res.find(Record{Kind: kindGoroutines, Kernel: k, Procs: p, Grain: gorGrain})
 				fair := res.find(Record{Kind: kindAlone, Kernel: k, Procs: p, Grain: grain})
-				t.add(name, fmt.Sprint(p), millis(seq), millis(gor), millis(fair), over(seq, fair, false).format(2, "×"),
-					over(gor, fair, false).format(2, "×"), over(seq, one, true).format(2, "×"))
+				t.add(name, fmt.Sprint(p), millis(seq), millis(gor), millis(fair), overSeq(seq, fair, false).format(2, "×"),
+					over(gor, fair, false).format(2, "×"), overSeq(seq, one, true).format(2, "×"))
 			}
 		}
 		rows(k, "", "")
@@ -212,11 +267,21 @@ func table2(res *Results) Section {
 			rows(k+" fine", grainFine, grainFine)
 		}
 	}
+	slow := "none"
+	if rows := slowPairs(res); len(rows) > 0 {
+		slow = strings.Join(rows, "; ")
+	}
 	return Section{
 		Title: "Table 2: speedups",
 		Text: "Each kernel alone: its sequential baseline, its plain-goroutine version (GOMAXPROCS = P) and its fairly version " +
-			"(P workers, the kernel at low priority with every share, as \"alone\" in Table 1). Speedups are the baseline's median time over each fairly run: median (range). Higher is better. " +
-			"T1/T_seq is each fairly run at P = 1 over the sequential median: the version's cost of forking (lower is better). " +
+			"(P workers, the kernel at low priority with every share, as \"alone\" in Table 1). " +
+			"Each fairly repetition runs right after a sequential run of the same input in the same step, and its ratios to the sequential time are to that run: " +
+			"T_seq/T_fairly is each pair's sequential time over its fairly time, median (range); higher is better. " +
+			"T1/T_seq is each pair's fairly time over its sequential time at P = 1: the version's cost of forking (lower is better); TP/T_seq at P is the reciprocal of T_seq/T_fairly. " +
+			"Pairing keeps the ratios steady through the stretches in which the machine runs slower (results without pairs divide by the sequential column's median). " +
+			"The sequential column and the goroutine runs are steps of their own; T_goroutines/T_fairly is the goroutines' median over each fairly run. " +
+			fmt.Sprintf("Rows whose paired sequential runs took at their median %.1f× the kernel's fastest sequential run or longer ran in a slow stretch of the machine, in which forking code slows more than the sequential loop, so their ratios may be off: %s. ",
+				slowStretch, slow) +
 			"The rows \"<kernel> fine\" are the fine-grained versions (kernels.FineInstance): the same algorithm with no hand-tuned grain or cutoff, " +
 			"thread.Fork2 at every recursive call and thread.For over every element, down to the algorithm's natural base case; " +
 			"their goroutine version has a go statement at every fork. fib and uts fork a goroutine at every call already, so their goroutine time is repeated; " +

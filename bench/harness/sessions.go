@@ -111,6 +111,24 @@ func repeat(n int, run func() (time.Duration, error)) ([]time.Duration, error) {
 	return times, nil
 }
 
+// repeatPaired runs n pairs of measurements, seq right before run each
+// time, and gives the times of run and of seq, a pair at the same index.
+func repeatPaired(n int, seq, run func() (time.Duration, error)) (times, seqTimes []time.Duration, err error) {
+	times, seqTimes = make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for range n {
+		s, err := seq()
+		if err != nil {
+			return times, seqTimes, err
+		}
+		d, err := run()
+		if err != nil {
+			return times, seqTimes, err
+		}
+		times, seqTimes = append(times, d), append(seqTimes, s)
+	}
+	return times, seqTimes, nil
+}
+
 // until repeats run until done is closed, at least once.
 func until(done <-chan struct{}, run func() (time.Duration, error)) ([]time.Duration, error) {
 	var times []time.Duration

@@ -53,6 +53,18 @@ func ratios(num float64, xs []float64, invert bool) []float64 {
 	return out
 }
 
+// pairRatios sets r's SeqRatios to each time over the sequential time
+// paired with it, and SeqRatio to their median.
+func (r *Record) pairRatios() {
+	r.SeqRatios = nil
+	for i := range min(len(r.Times), len(r.SeqTimes)) {
+		if r.SeqTimes[i] > 0 {
+			r.SeqRatios = append(r.SeqRatios, float64(r.Times[i])/float64(r.SeqTimes[i]))
+		}
+	}
+	r.SeqRatio = spreadOf(r.SeqRatios).Median
+}
+
 // format prints the median with its range to the given decimals.
 func (s Spread) format(decimals int, unit string) string {
 	if s.N == 0 {

@@ -74,6 +74,16 @@ type Record struct {
 	Share float64 `json:"share,omitempty"`
 	// Times are the kernel's run times.
 	Times []time.Duration `json:"times_ns,omitempty"`
+	// SeqTimes are sequential runs paired with Times, in the fairly runs
+	// alone when table2 runs: SeqTimes[i] ran right before Times[i], on the
+	// same input in the same step. SeqRatios are Times[i]/SeqTimes[i], T_P
+	// over T_seq a pair at a time, and SeqRatio is their median. The
+	// machine has stretches in which its cores run slower; the two runs of
+	// a pair, milliseconds apart, fall in the same one far more often than
+	// a run and the sequential step, which ran seconds earlier.
+	SeqTimes  []time.Duration `json:"seq_times_ns,omitempty"`
+	SeqRatios []float64       `json:"seq_ratios,omitempty"`
+	SeqRatio  float64         `json:"seq_ratio,omitempty"`
 	// Echo is what the driver measured, if one ran.
 	Echo *driver.Result `json:"echo,omitempty"`
 	// EchoParts splits the echo's response times by where they were spent.
@@ -365,7 +375,7 @@ func (s *suite) goroutinesTimes(rec *Record, inst kernels.Instance, version func
 // running: the baseline of stretch, and fairly's time in table2.
 func (s *suite) alone(k kernels.Kernel, procs int) (*Record, error) {
 	inst := s.instance(k)
-	return s.aloneRun(s.record(kindAlone, k, procs), func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
+	return s.aloneRun(s.record(kindAlone, k, procs), inst, func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
 		return fairlyRun(rt, p, inst)
 	})
 }
@@ -379,14 +389,16 @@ func (s *suite) fine(k kernels.Kernel, procs int) (*Record, error) {
 		rec.Skipped = "no fine-grained version"
 		return rec, nil
 	}
-	return s.aloneRun(rec, func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
+	return s.aloneRun(rec, inst, func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error) {
 		return fineRun(rt, p, inst)
 	})
 }
 
-// aloneRun fills rec with the times of run at low priority, on a runtime
-// of rec.Procs workers that gives that priority every share.
-func (s *suite) aloneRun(rec *Record, run func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error)) (*Record, error) {
+// aloneRun fills rec with the times of run, a fairly version of inst, at
+// low priority, on a runtime of rec.Procs workers that gives that priority
+// every share. When table2 runs, a sequential run of inst precedes each
+// repetition, and rec holds the pairs and their ratios: Table 2's T_P/T_seq.
+func (s *suite) aloneRun(rec *Record, inst kernels.Instance, run func(rt *runtime.Runtime, p fairness.Priority) (time.Duration, error)) (*Record, error) {
 	c := Criterion{0, 0, 100}
 	rec.Criterion = c.String()
 	p := newPrios()
@@ -394,7 +406,13 @@ func (s *suite) aloneRun(rec *Record, run func(rt *runtime.Runtime, p fairness.P
 	if err != nil {
 		return nil, err
 	}
-	rec.Times, err = repeat(s.cfg.Reps, func() (time.Duration, error) { return run(rt, p.lo) })
+	fairly := func() (time.Duration, error) { return run(rt, p.lo) }
+	if s.cfg.needs("table2") {
+		rec.Times, rec.SeqTimes, err = repeatPaired(s.cfg.Reps, func() (time.Duration, error) { return seqRun(inst) }, fairly)
+		rec.pairRatios()
+	} else {
+		rec.Times, err = repeat(s.cfg.Reps, fairly)
+	}
 	return rec, closeAll(err, rt.Close())
 }
 
