@@ -183,6 +183,10 @@ type Config struct {
 	// controls, plain and floor at each load and processor count
 	// (prompt_controls.go), which run by default.
 	PromptNoControls bool
+	// PromptTrace, if not empty, is the folder where the prompt
+	// experiment keeps execution traces of its slow cells
+	// (prompt_trace.go).
+	PromptTrace string
 	// HTTP sets the load of the http experiment.
 	HTTP HTTPConfig
 	// EchoGrace is how long a driver waits for the echoes of its last

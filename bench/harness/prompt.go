@@ -356,9 +356,13 @@ type cellLoad func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.S
 // answered enough requests since from (Server.Echoed). It fills rec's echo,
 // collector and summary.
 func (s *suite) promptCell(rec *Record, procs int, c Criterion, load cellLoad) error {
-	p, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
+	tr, err := startCellTrace(s.cfg.PromptTrace, rec)
 	if err != nil {
 		return err
+	}
+	p, rt, echo, err := s.echoOnConns(procs, c, s.cfg.promptScript(), promptConns)
+	if err != nil {
+		return closeAll(err, tr.stop(rec))
 	}
 	var snk *kernels.Sink
 	if c[1] > 0 {
@@ -369,7 +373,7 @@ func (s *suite) promptCell(rec *Record, procs int, c Criterion, load cellLoad) e
 	rec.Collector = gc.stop()
 	err = closeAll(err, snk.Close(), closeEcho(nil, echo, rec), rt.Close())
 	s.promptSummary(rec)
-	return err
+	return closeAll(err, tr.stop(rec))
 }
 
 // promptSummary fills rec.PromptSummary from its measured requests.

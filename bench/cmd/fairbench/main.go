@@ -186,6 +186,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
 	promptRate := fs.Float64("prompt-rate", harness.DefaultPromptRate, fmt.Sprintf("echo requests per second of the prompt experiment, above 0 and at most %d", harness.MaxEchoRate))
 	promptControls := fs.Bool("prompt-controls", true, "run the prompt experiment's plain-Go controls (plain, and floor: tuned by hand) at each load and P")
+	promptTrace := fs.String("prompt-trace", "", "folder for Go execution traces of the prompt experiment's slow cells (p99 above 1 ms or a request of 5 ms), each with its slow requests; read them with bench/cmd/stalltrace")
 	promptRequests := fs.Int("prompt-requests", harness.DefaultPromptRequests, "requests each cell of the prompt experiment measures at least, 1 to 1000000")
 	httpRate := fs.Float64("http-rate", 200, fmt.Sprintf("requests per second of the http experiment, above 0 and at most %d", harness.MaxEchoRate))
 	httpFor := fs.Duration("http-for", 5*time.Second, "length of each run of the http experiment")
@@ -213,7 +214,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	}
 	cfg := &harness.Config{EchoRate: *rate, SimRate: *simRate, SimSeed: *simSeed, SimWork: *simWork, EchoFor: *echoFor, Reps: *reps, FibSize: *fibSize, StallMiB: *stallMiB,
 		HTTP:       harness.HTTPConfig{Rate: *httpRate, For: *httpFor, KiB: *httpKiB},
-		PromptRate: *promptRate, PromptRequests: *promptRequests, PromptNoControls: !*promptControls}
+		PromptRate: *promptRate, PromptRequests: *promptRequests, PromptNoControls: !*promptControls, PromptTrace: *promptTrace}
 	defaultReps, defaultFor, preset := 3, 2*time.Second, "quick"
 	if !*quick {
 		defaultReps, defaultFor, preset = 5, 10*time.Second, "default"
