@@ -258,11 +258,14 @@ func (b *runner[T]) Run(*engine.Task) {
 	r := (*record[T])(b)
 	returned := false
 	defer func() {
+		if returned { // the common case: no call of recover
+			return
+		}
 		if p := recover(); p != nil {
 			pe := &PanicError{Value: p, Stack: debug.Stack()}
 			r.err = pe
 			r.unpanicked(pe)
-		} else if !returned {
+		} else {
 			r.err = ErrGoexit
 		}
 	}()
