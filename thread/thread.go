@@ -258,11 +258,14 @@ func (b *runner[T]) Run(*engine.Task) {
 	r := (*record[T])(b)
 	returned := false
 	defer func() {
+		if returned { // the common case: no call of recover
+			return
+		}
 		if p := recover(); p != nil {
 			pe := &PanicError{Value: p, Stack: debug.Stack()}
 			r.err = pe
 			r.unpanicked(pe)
-		} else if !returned {
+		} else {
 			r.err = ErrGoexit
 		}
 	}()
@@ -416,11 +419,12 @@ func spawn[T any](c *Ctx, p fairness.Priority, f func(*Ctx) T) Handle[T] {
 	r, ok := s.Top().(*record[T])
 	if ok {
 		s.Pop()
+		r.ctx.task.Reinit(&c.task)
 	} else {
 		r = &record[T]{pooled: true}
+		r.ctx.task.InitLike(&c.task, (*runner[T])(r))
 	}
 	r.f = f
-	r.ctx.task.Reinit(&c.task, (*runner[T])(r))
 	c.inherit(&r.ctx)
 	c.task.Spawn(&r.ctx.task)
 	return Handle[T]{r: r, gen: r.generation(), p: p}
@@ -472,14 +476,41 @@ func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
 // h's result spends a handle of Spawn or Fork: a later Join of it returns
 // ErrSpent (see Handle).
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
+	if h == nil || h.r == nil || c.cx != nil || h.r.generation() != h.gen || !c.task.JoinFork(&h.r.ctx.task) {
+		return joinSlow(c, h)
+	}
+	// c took h's thread out of its lazy slot and ran it inline (engine's
+	// JoinFork): h's generation was current, and only c's goroutine pushes
+	// into its slots and reuses records there, so the thread taken was
+	// h's, not yet run, and no other call can have spent h (a spend needs
+	// the thread done). Then one compare-and-swap of the record's use
+	// word, from h's generation with no call under way to the next, both
+	// ends the thread and spends h when nobody else looked: no handle call
+	// was under way (so nobody waits for it), and none can start on h any
+	// more. Else the thread ends as any other, after c read its result,
+	// and h is not spent (as a Join that found other calls under way
+	// leaves it). No pin: the parent's Join costs the take and this swap,
+	// and calls only the engine (JoinFork, and take there).
+	r := h.r
+	if r.pooled && r.unseen == nil && r.use.CompareAndSwap(uint64(h.gen)<<32, uint64(h.gen+1)<<32) {
+		v, err := r.val, r.err
+		var zero T
+		r.val, r.err = zero, nil // let the result go
+		c.task.Recycled().Push(r)
+		return v, err
+	}
+	v, err := r.result()
+	c.task.EndTaken(&r.ctx.task) // after reading the result: a joiner woken may spend the record
+	return v, err
+}
+
+// joinSlow is Join but for its fast path.
+func joinSlow[T any](c *Ctx, h *Handle[T]) (T, error) {
 	var zero T
 	if h.invalid() {
 		return zero, ErrInvalidHandle
 	}
 	r := h.r
-	if c.done() == nil && r.generation() == h.gen && c.task.TakeFork(&r.ctx.task) {
-		return joinTaken(c, h)
-	}
 	if !h.pin() {
 		return zero, ErrSpent
 	}
@@ -512,32 +543,6 @@ func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
 	}
 	v, err := r.result()
 	h.spend(c) // after reading the result: a spent record may be cleared
-	return v, err
-}
-
-// joinTaken is Join of h by c once c took h's thread out of its lazy slot:
-// h's generation was current, and only c's goroutine pushes into its
-// slots and reuses records there, so the thread taken is h's, not yet
-// run, and no other call can have spent h (a spend needs the thread done).
-// c runs it inline. Then one compare-and-swap of the record's use word,
-// from h's generation with no call under way to the next, both ends the
-// thread and spends h when nobody else looked: no handle call was under
-// way (so nobody waits for it), and none can start on h any more. Else
-// the thread ends as any other, after c read its result, and h is not
-// spent (as a Join that found other calls under way leaves it). No pin:
-// the parent's Join costs the take and this swap.
-func joinTaken[T any](c *Ctx, h *Handle[T]) (T, error) {
-	r := h.r
-	c.task.RunTaken(&r.ctx.task)
-	if r.pooled && r.unseen == nil && r.use.CompareAndSwap(uint64(h.gen)<<32, uint64(h.gen+1)<<32) {
-		v, err := r.val, r.err
-		var zero T
-		r.val, r.err = zero, nil // let the result go
-		c.task.Recycled().Push(r)
-		return v, err
-	}
-	v, err := r.result()
-	c.task.EndTaken(&r.ctx.task) // after reading the result: a joiner woken may spend the record
 	return v, err
 }
 

@@ -468,7 +468,7 @@ func (g *gor) run(t *Task) {
 // threads that run inline above it, innermost first, so that their joiners
 // wake up, and drops their frames. The first of them to finish enters the
 // scheduler as the continuation of the thread it runs inside (a frame of a
-// thread that ran inline has its parent's below it). runTaken has no
+// thread that ran inline has its parent's below it). JoinFork has no
 // defer of its own: a Goexit in an inline child always unwinds through the
 // run that began the frames below it, which calls exited.
 func (g *gor) exited(k int) {
@@ -484,14 +484,6 @@ func (g *gor) exited(k int) {
 	}
 	clear(g.frames[k:])
 	g.frames = g.frames[:k]
-}
-
-// runInline executes child, a thread that its parent t claimed in Join
-// before it started (most often a lazy fork), on g without entering the
-// scheduler: the fast path of fork-join code (runTaken, endTaken).
-func (g *gor) runInline(t, child *Task) {
-	g.runTaken(t, child)
-	g.endTaken(t, child)
 }
 
 // retire ends t, whose code has returned (or called runtime.Goexit), on

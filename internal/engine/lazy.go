@@ -133,48 +133,52 @@ func (s *lazyStack) drop() {
 	s.bot = min(s.bot, s.top)
 }
 
-// TakeFork is the fast path of a Join of child by t, for package thread:
-// it takes child out of its slot if child is t's youngest shared fork and
-// no preemption point is due, and then the caller runs it (RunTaken). It
-// costs the compare-and-swap of take; a false answer costs a preemption
-// point's count, and the caller joins child by Join.
-func (t *Task) TakeFork(child *Task) bool {
+// JoinFork is the fast path of a Join of child by t, for package thread:
+// if child is t's youngest shared fork and no preemption point is due, it
+// takes child out of its slot (take) and runs it inline on t's goroutine,
+// without entering the scheduler unless child left shared forks unjoined
+// (they are promoted), and reports true. A false answer costs a preemption
+// point's count, and the caller joins child by Join. One call does both,
+// so that the commonest join pays two calls into the engine (this one and
+// take) besides child's code.
+//
+// child's end is left to the caller: EndTaken ends it, unless the caller
+// knows that nobody will ever look at child again (no handle call on it
+// under way, and none to come), and then reuses its memory (Reinit)
+// without ending it. So the commonest join, a fork of the parent's own
+// stack that nobody else waits for, pays no atomic operation on child's
+// end word (L1a, L9). A runtime.Goexit in child unwinds through the run
+// that began the frames below it (exited).
+func (t *Task) JoinFork(child *Task) bool {
 	g := t.g
-	return child.rank == t.rank && !g.due() && g.lazy.take(child)
-}
-
-// RunTaken runs child, which TakeFork took, inline on t's goroutine, and
-// leaves its end to the caller: EndTaken ends it, unless the caller knows
-// that nobody will ever look at child again (no handle call on it under
-// way, and none to come), and then reuses its memory (Reinit) without
-// ending it. So the commonest join, a fork of the parent's own stack that
-// nobody else waits for, pays no atomic operation on child's end word
-// (L1a, L9).
-func (t *Task) RunTaken(child *Task) { t.g.runTaken(t, child) }
-
-// EndTaken ends child, which RunTaken ran: it marks child done and wakes
-// its waiters.
-func (t *Task) EndTaken(child *Task) { t.g.endTaken(t, child) }
-
-// runTaken runs child inline on g, for its parent t, without entering the
-// scheduler unless child left shared forks unjoined (they are promoted).
-// A runtime.Goexit in child unwinds through the run that began the frames
-// below it (exited).
-func (g *gor) runTaken(t, child *Task) {
+	if child.rank != t.rank || g.due() || !g.lazy.take(child) {
+		return false
+	}
 	child.g = g
 	g.begin(child)
 	child.body.Run(child)
-	if !g.orphans() {
+	if g.orphans() {
+		g.endOrphaned(t)
+	} else {
 		g.end()
-		return
 	}
+	return true
+}
+
+// EndTaken ends child, which JoinFork ran: it marks child done and wakes
+// its waiters.
+func (t *Task) EndTaken(child *Task) { t.g.endTaken(t, child) }
+
+// endOrphaned closes, for its parent t, the thread begun last, which left
+// shared forks unjoined: they are promoted.
+func (g *gor) endOrphaned(t *Task) {
 	g.enter(t)
 	g.promoteOrphans(g.w)
 	g.end()
 	g.leave()
 }
 
-// endTaken ends child, which runTaken ran: a fork that nobody waits for and
+// endTaken ends child, which JoinFork ran: a fork that nobody waits for and
 // that was not submitted is one compare-and-swap (L9); else it ends by
 // retire, in the scheduler.
 func (g *gor) endTaken(t, child *Task) {

@@ -278,10 +278,10 @@ func (t *Task) join(ctx context.Context, child *Task) (cancelled bool) {
 		t.point()
 		return false
 	}
-	if child.rank == t.rank && !g.due() && g.lazy.take(child) {
+	if t.JoinFork(child) {
 		// The common case: a lazy fork joined by its parent, most often
 		// never promoted.
-		g.runInline(t, child)
+		g.endTaken(t, child)
 		return false
 	}
 	g.enterPoint(t)

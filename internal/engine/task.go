@@ -103,12 +103,19 @@ func (t *Task) InitLike(parent *Task, body Body) {
 	t.body, t.rt, t.rank = body, parent.rt, parent.rank
 }
 
-// Reinit prepares t, a task that finished as Recyclable says, to run body
-// at the priority of parent, as a new thread.
-// Nothing else can read t meanwhile (see Recyclable), so the words are
-// cleared by plain writes, not atomic ones.
-func (t *Task) Reinit(parent *Task, body Body) {
-	*t = Task{body: body, rt: parent.rt, rank: parent.rank}
+// Reinit prepares t, a task that finished as Recyclable says (or that
+// JoinFork ran and nobody else looked at, L1a), to run its body again at
+// the priority of parent, as a new thread. Nothing else can read t
+// meanwhile, so the words are cleared by plain writes, not atomic ones,
+// and only those that hold something: a task that JoinFork ran still has
+// state, end and waiters zero (its state stays 0 by L1, and nobody ended
+// or waited for it), so that the commonest reuse writes its runtime and
+// rank alone (Spawn sets the depth, the run sets g, the body stays).
+func (t *Task) Reinit(parent *Task) {
+	t.rt, t.rank = parent.rt, parent.rank
+	if t.end.Load()|t.state.Load() != 0 || t.waiters.Load() != nil {
+		*t = Task{body: t.body, rt: parent.rt, rank: parent.rank}
+	}
 }
 
 // Recyclable reports whether t, a task that is done, finished without
@@ -187,7 +194,7 @@ func (t *Task) share() bool {
 // scheduler (or package thread reuses without marking it, L1a). So a
 // submitted thread leaves Runtime.roots exactly once,
 // whichever way it ran: by a worker (run), by RunHere, or inline by a
-// joiner that claimed it before it started (runInline).
+// joiner that claimed it before it started (join).
 func (t *Task) finish(w *worker) {
 	if t.end.Swap(endDone)&endWaited != 0 {
 		wakeWaiters(t, t.waiters.Swap(closedWaiters), w)
