@@ -476,7 +476,7 @@ func Detach(c *Ctx, p fairness.Priority, f func(*Ctx)) {
 // h's result spends a handle of Spawn or Fork: a later Join of it returns
 // ErrSpent (see Handle).
 func Join[T any](c *Ctx, h *Handle[T]) (T, error) {
-	if h == nil || h.r == nil || c.cx != nil || h.r.generation() != h.gen || !c.task.JoinFork(&h.r.ctx.task) {
+	if h.invalid() || c.done() != nil || h.r.generation() != h.gen || !c.task.JoinFork(&h.r.ctx.task) {
 		return joinSlow(c, h)
 	}
 	// c took h's thread out of its lazy slot and ran it inline (engine's

@@ -357,14 +357,14 @@ func (g *gor) suspend() {
 func (g *gor) rejoin(t *Task, mayLoose bool) (held bool) {
 	rt := g.rt
 	loose := mayLoose && !rt.belowShare(int(t.rank))
-	if !rt.takeOver(g, t.rank, !loose) {
-		if loose && g.loosen() {
-			return false
-		}
-		if !loose || !rt.takeOver(g, t.rank, true) {
-			rt.steer(item{t: t, g: g})
-			g.park()
-		}
+	switch {
+	case rt.takeOver(g, t.rank, !loose): // a loose candidate asks a sleeper only
+	case loose && g.loosen():
+		return false
+	case loose && rt.takeOver(g, t.rank, true):
+	default:
+		rt.steer(item{t: t, g: g})
+		g.park()
 	}
 	g.w.setRunning(int(t.rank))
 	rt.suspended.Add(-1)

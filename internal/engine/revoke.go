@@ -541,14 +541,17 @@ func (rt *Runtime) takeOver(g *gor, r int32, seize bool) bool {
 // nil if neither. The sleeping goroutine stays with the worker as a spare;
 // the revoked one goes on detached until its next point.
 func (rt *Runtime) takeFor(r int32, seize bool) *worker {
-	here := currentCPU()
 	w := rt.takeSleeper()
-	if w == nil && seize {
-		w = rt.seize(r, here)
+	if w == nil && !seize {
+		return nil // no processor to read: a loose resumption tries this first
 	}
-	if w != nil {
-		w.cpu.Store(here) // the worker runs on the caller's OS thread from now on
+	here := currentCPU()
+	if w == nil {
+		if w = rt.seize(r, here); w == nil {
+			return nil
+		}
 	}
+	w.cpu.Store(here) // the worker runs on the caller's OS thread from now on
 	return w
 }
 
