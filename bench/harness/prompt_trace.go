@@ -77,12 +77,12 @@ func (t *cellTrace) stop(rec *Record) error {
 	return os.WriteFile(t.name+".slow", []byte(slowRequests(rec, PromptTraceSlow)), 0o644)
 }
 
-// slowRequests lists rec's requests slower than min, as stop writes them.
-func slowRequests(rec *Record, min time.Duration) string {
+// slowRequests lists rec's requests slower than limit, as stop writes them.
+func slowRequests(rec *Record, limit time.Duration) string {
 	var b strings.Builder
 	e := rec.Echo
 	for i, sent := range e.SentAt {
-		if got := e.ReceivedAt[i]; got != 0 && time.Duration(got-sent) > min {
+		if got := e.ReceivedAt[i]; got != 0 && time.Duration(got-sent) > limit {
 			fmt.Fprintf(&b, "%d %d %d\n", i, sent, got-sent)
 		}
 	}

@@ -21,6 +21,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -120,7 +121,7 @@ type cluster struct{ from, to int64 }
 func clusterOf(reqs []slowReq, index int) (cluster, error) {
 	var w slowReq
 	if index < 0 {
-		w = slices.MaxFunc(reqs, func(a, b slowReq) int { return int(a.took - b.took) })
+		w = slices.MaxFunc(reqs, func(a, b slowReq) int { return cmp.Compare(a.took, b.took) })
 	} else if i := slices.IndexFunc(reqs, func(r slowReq) bool { return r.index == index }); i >= 0 {
 		w = reqs[i]
 	} else {
