@@ -229,9 +229,10 @@ func BenchmarkCurrentCPU(b *testing.B) {
 }
 
 // TestShortSlicesWhileOthersCompute: without ShortSlices, the threads of
-// the process get the short slice while goroutines outside the runtime
-// compute beside its busy workers (the runtime then reserves Ps for them),
-// and the default back once those are gone.
+// the process get the short slice, and the runtime a share of the kicks,
+// while goroutines outside the runtime compute beside its busy workers (the
+// runtime then reserves Ps for them), and the default back once those are
+// gone.
 func TestShortSlicesWhileOthersCompute(t *testing.T) {
 	shortenSlices(true)
 	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
@@ -261,14 +262,17 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 		}
 	}()
 	short := eventually(func() bool { return slicesOf(t)[os.Getpid()] == policy.ShortSlice })
+	kicked := kickShares() > 0
 	raised := goruntime.GOMAXPROCS(0) > base
 	stop.Store(true)
 	busy.Wait()
 	<-hogDone
 	assert.True(t, short, "no short slices beside a computing goroutine")
+	assert.True(t, kicked, "no kicks beside a computing goroutine")
 	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a computing goroutine", base)
 	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
 		"the short slices stayed after the goroutine ended")
+	assert.True(t, eventually(func() bool { return kickShares() == 0 }), "the kicks stayed after the goroutine ended")
 }
 
 // TestLowering: a thread of a rank below one with a share runs in the idle

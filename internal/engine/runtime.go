@@ -118,14 +118,14 @@ type shared struct {
 }
 
 // osTuning is what a runtime changes in the process and the OS around it:
-// Ps reserved in GOMAXPROCS (procs.go, P1-P3), short time slices (P4) and
+// Ps reserved in GOMAXPROCS (procs.go, P1-P3), short time slices and kicks (P4, P6) and
 // the demotion of detached threads (revoke.go, M7-M8).
 type osTuning struct {
-	reserved  int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
-	sliced    bool // holds a share of the process's short time slices for good; fixed by New
-	demote    bool // demote detached threads that compute (Config.Demote); fixed by New
-	slicedNow bool // holds one while others compute (procs.go); the ticker's adjust's, then Close's
-	extraPs   int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
+	reserved int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
+	sliced   bool // holds a share of the process's short time slices for good; fixed by New
+	demote   bool // demote detached threads that compute (Config.Demote); fixed by New
+	compete  bool // holds a share of the short slices (unless sliced) and of the kicks while others compete (procs.go); the ticker's adjust's, then Close's
+	extraPs  int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
 
 	detBusy  atomic.Int32 // detached goroutines that may compute: revokers add, each takes itself away as it comes back (detachEnded)
 	detached detachedList // those of them that may be demoted, under its lock (M7)
@@ -300,10 +300,22 @@ func (rt *Runtime) Close() error {
 	if rt.sliced {
 		shortenSlices(false)
 	}
-	if rt.slicedNow {
-		shortenSlices(false)
+	if rt.compete {
+		rt.competing(false)
 	}
+	settleKicks()
 	return nil
+}
+
+// competing takes (on) or drops the runtime's share of what threads of
+// the normal class competing for the cores call for: short slices, unless
+// it holds them for good, and kicks (P4, P6).
+func (rt *Runtime) competing(on bool) {
+	rt.compete = on
+	if !rt.sliced {
+		shortenSlices(on)
+	}
+	kick(on)
 }
 
 // quiescent reports that no thread exists: none submitted and unfinished,

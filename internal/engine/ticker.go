@@ -75,8 +75,8 @@ func startTicker(rt *Runtime) *ticker {
 }
 
 // adjust keeps rt.extraPs Ps reserved beyond the workers, and the short
-// time slices while threads of the normal class compete for the cores
-// (rt.slicedNow, procs.go, P4), as the ticker asks, until the ticker stops;
+// time slices and kicks while threads of the normal class compete for the
+// cores (rt.compete, procs.go, P4 and P6), as the ticker asks, until the ticker stops;
 // Close then owns both (it reads them after psEnd is closed) and releases
 // them.
 func (tk *ticker) adjust(rt *Runtime) {
@@ -93,9 +93,8 @@ func (tk *ticker) adjust(rt *Runtime) {
 				rt.release()
 				rt.extraPs = want.extra
 			}
-			if short := want.short && inForce && rt.demote && !rt.sliced; short != rt.slicedNow {
-				shortenSlices(short)
-				rt.slicedNow = short
+			if compete := want.short && inForce && rt.demote; compete != rt.compete {
+				rt.competing(compete)
 			}
 		}
 	}
