@@ -25,14 +25,19 @@ import (
 // ran 1.07 ms past its 0.1 ms slice.
 //
 // So while the runtimes take short slices because threads of the normal
-// class compete (P4), one kicker thread per processor the process may run
-// on, pinned there, sleeps policy.KickEvery at a time: each of its wake-ups
-// is a look at its core. A look costs a wake-up and two switches, and the
-// poller's wait for a core is then at most about a kick.
+// class compete (P4) and the goroutines that compute outnumber the
+// processors, one kicker thread per processor the process may run on,
+// pinned there, sleeps policy.KickEvery at a time: each of its wake-ups is
+// a look at its core, and the poller's wait for a core is then at most
+// about a kick. A kick costs its core a wake-up and two switches, which a
+// virtual machine makes dear (BenchmarkKicks); with a core to spare the
+// woken thread has no rival, and no kicks are needed.
 //
 // Kick invariants (PROTOCOLS.md, P6):
 //   - Kickers run while some runtime holds a share (users > 0): the first
-//     share starts a generation of them, the last stops it.
+//     share starts a generation of them, the last stops it. A runtime holds
+//     one while it holds short slices for competing threads and the
+//     goroutines that compute outnumber the processors (ticker.go, fitPs).
 //   - A stop reaches only its own generation: each has its own flag, so a
 //     start right after a stop cannot revive old kickers.
 //   - Nobody waits for a stop but the last Close: a kicker whose P Go took

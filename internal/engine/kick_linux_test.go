@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +70,39 @@ func TestKicks(t *testing.T) {
 	settleKicks()
 	assert.True(t, eventually(func() bool { return maps.Equal(pinnedThreads(t), before) }),
 		"the kickers' threads end with the last share: want %v, have %v", before, pinnedThreads(t))
+}
+
+// BenchmarkKicks: what the kicks cost the threads they interrupt. One
+// goroutine per processor hashes b.N blocks of 64 bytes, with GOMAXPROCS
+// leaving Ps free as the runtime does, with the kicks off and on: the
+// difference is what a kick on every processor every policy.KickEvery
+// takes from code that computes.
+func BenchmarkKicks(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			n := goruntime.NumCPU()
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2*n + 4))
+			if os.Getenv("XSHORT") != "" {
+				shortenSlices(true)
+				defer shortenSlices(false)
+			}
+			if on {
+				kick(true)
+				defer settleKicks()
+				defer kick(false)
+			}
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range n {
+				wg.Go(func() {
+					var block [64]byte
+					for range b.N {
+						sum := sha256.Sum256(block[:])
+						copy(block[:], sum[:])
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
 }

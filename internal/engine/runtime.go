@@ -124,7 +124,8 @@ type osTuning struct {
 	reserved int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
 	sliced   bool // holds a share of the process's short time slices for good; fixed by New
 	demote   bool // demote detached threads that compute (Config.Demote); fixed by New
-	compete  bool // holds a share of the short slices (unless sliced) and of the kicks while others compete (procs.go); the ticker's adjust's, then Close's
+	compete  bool // holds a share of the short slices while others compete, unless sliced (procs.go); the ticker's adjust's, then Close's
+	kicking  bool // holds a share of the kicks while computing goroutines outnumber the processors (kick_linux.go); the same
 	extraPs  int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
 
 	detBusy  atomic.Int32 // detached goroutines that may compute: revokers add, each takes itself away as it comes back (detachEnded)
@@ -303,19 +304,21 @@ func (rt *Runtime) Close() error {
 	if rt.compete {
 		rt.competing(false)
 	}
+	if rt.kicking {
+		kick(false)
+	}
 	settleKicks()
 	return nil
 }
 
-// competing takes (on) or drops the runtime's share of what threads of
-// the normal class competing for the cores call for: short slices, unless
-// it holds them for good, and kicks (P4, P6).
+// competing takes (on) or drops the runtime's share of the short slices
+// while threads of the normal class compete for the cores, unless it holds
+// them for good (P4).
 func (rt *Runtime) competing(on bool) {
 	rt.compete = on
 	if !rt.sliced {
 		shortenSlices(on)
 	}
-	kick(on)
 }
 
 // quiescent reports that no thread exists: none submitted and unfinished,

@@ -188,13 +188,13 @@ const (
 	// (docs/design.md, "Short slices while others compute").
 	ShortSlice = 100_000
 	// KickEvery is how often a kicker thread wakes on each processor while
-	// threads of the normal class compete for the cores (engine,
+	// goroutines of the normal class outnumber the cores (engine,
 	// kick_linux.go): a woken thread that lost its core's pick to one that
 	// waited longer is picked at the next wake-up there, instead of the
-	// next scheduler tick (4 ms at HZ=250). Shorter costs more wake-ups
-	// (each a few microseconds on every processor); 200 µs took the
-	// echo's p99 beside a batch and two hashing goroutines from about
-	// 1.2 ms to well under 1 ms (docs/results.md, the prompt experiment).
+	// next scheduler tick (4 ms at HZ=250), so the top priority's tail
+	// beside such a crowd follows this period. Shorter costs the computing
+	// threads more: each kick is a wake-up and two switches on every
+	// processor (docs/design.md, "Kicks while others compute").
 	KickEvery = 200 * time.Microsecond
 	// SpareProcs is how many Ps the runtimes of a process keep free beyond
 	// their workers and the Ps reserved for others (engine, procs.go,
