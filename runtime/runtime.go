@@ -142,9 +142,11 @@ type Config struct {
 	// ends. Set it when other processes keep every core busy: a demoted
 	// thread then waits for them, and so does Go's stop-the-world. It also
 	// stops the runtime from giving the process's threads short time
-	// slices while goroutines outside its workers compute (the network
-	// poller's thread then waits for their slices to end; see
-	// ShortTimeSlices), and from lowering: where the process may give a
+	// slices while goroutines outside its workers compute, and each
+	// processor a kicker thread that wakes every 200 µs while they and the
+	// workers outnumber the processors (the network poller's
+	// thread then waits for their slices to end; see ShortTimeSlices), and
+	// from lowering: where the process may give a
 	// thread its normal policy back, a worker's OS thread runs in the idle
 	// class while it runs a priority below one with a share in the
 	// criterion, so that the threads that wake the top priority take its

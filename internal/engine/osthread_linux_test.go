@@ -4,6 +4,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,7 +232,8 @@ func BenchmarkCurrentCPU(b *testing.B) {
 // TestShortSlicesWhileOthersCompute: without ShortSlices, the threads of
 // the process get the short slice while goroutines outside the runtime
 // compute beside its busy workers (the runtime then reserves Ps for them),
-// and the default back once those are gone.
+// the runtime takes a share of the kicks once they outnumber the
+// processors, and both end once those goroutines are gone.
 func TestShortSlicesWhileOthersCompute(t *testing.T) {
 	shortenSlices(true)
 	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
@@ -254,21 +256,45 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 			tk.Yield()
 		}
 	})
-	hogDone := make(chan struct{})
-	go func() { // an ordinary goroutine that computes
-		defer close(hogDone)
-		for !stop.Load() {
-		}
-	}()
+	hogs := sync.WaitGroup{}
+	hog := func() { // an ordinary goroutine that computes
+		hogs.Go(func() {
+			for !stop.Load() {
+			}
+		})
+	}
+	hog()
 	short := eventually(func() bool { return slicesOf(t)[os.Getpid()] == policy.ShortSlice })
 	raised := goruntime.GOMAXPROCS(0) > base
+	// One worker and one goroutine leave a core to spare on a machine of
+	// two or more: no kicks. One goroutine more per processor: kicks.
+	spare := goruntime.NumCPU() >= 2 && never(func() bool { return kickShares() > 0 }, 50*time.Millisecond)
+	for range goruntime.NumCPU() {
+		hog()
+	}
+	kicked := eventually(func() bool { return kickShares() > 0 })
 	stop.Store(true)
 	busy.Wait()
-	<-hogDone
+	hogs.Wait()
 	assert.True(t, short, "no short slices beside a computing goroutine")
 	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a computing goroutine", base)
+	if goruntime.NumCPU() >= 2 {
+		assert.True(t, spare, "kicks with a core to spare")
+	}
+	assert.True(t, kicked, "no kicks beside more computing goroutines than processors")
 	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
-		"the short slices stayed after the goroutine ended")
+		"the short slices stayed after the goroutines ended")
+	assert.True(t, eventually(func() bool { return kickShares() == 0 }), "the kicks stayed after the goroutines ended")
+}
+
+// never reports whether cond stayed false for d.
+func never(cond func() bool, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return false
+		}
+	}
+	return true
 }
 
 // TestLowering: a thread of a rank below one with a share runs in the idle

@@ -75,3 +75,10 @@ func (t *lockTable) load(k int64) *gor {
 func (t *lockTable) store(k int64, g *gor) { t.m.Store(k, g) }
 
 func (t *lockTable) remove(k int64, g *gor) { t.m.CompareAndDelete(k, g) }
+
+// kick does nothing where the OS gives no per-thread time slices to
+// hasten (kick_linux.go).
+func kick(bool) {}
+
+// settleKicks has no kickers to wait for.
+func settleKicks() {}

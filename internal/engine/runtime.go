@@ -118,14 +118,15 @@ type shared struct {
 }
 
 // osTuning is what a runtime changes in the process and the OS around it:
-// Ps reserved in GOMAXPROCS (procs.go, P1-P3), short time slices (P4) and
+// Ps reserved in GOMAXPROCS (procs.go, P1-P3), short time slices and kicks (P4, P6) and
 // the demotion of detached threads (revoke.go, M7-M8).
 type osTuning struct {
-	reserved  int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
-	sliced    bool // holds a share of the process's short time slices for good; fixed by New
-	demote    bool // demote detached threads that compute (Config.Demote); fixed by New
-	slicedNow bool // holds one while others compute (procs.go); the ticker's adjust's, then Close's
-	extraPs   int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
+	reserved int  // Ps reserved in GOMAXPROCS for the workers, 0 if none; fixed by New
+	sliced   bool // holds a share of the process's short time slices for good; fixed by New
+	demote   bool // demote detached threads that compute (Config.Demote); fixed by New
+	compete  bool // holds a share of the short slices while others compete, unless sliced (procs.go); the ticker's adjust's, then Close's
+	kicking  bool // holds a share of the kicks while computing goroutines outnumber the processors (kick_linux.go); the same
+	extraPs  int  // Ps reserved beyond the workers (procs.go); the ticker's adjust's, then Close's
 
 	detBusy  atomic.Int32 // detached goroutines that may compute: revokers add, each takes itself away as it comes back (detachEnded)
 	detached detachedList // those of them that may be demoted, under its lock (M7)
@@ -300,10 +301,24 @@ func (rt *Runtime) Close() error {
 	if rt.sliced {
 		shortenSlices(false)
 	}
-	if rt.slicedNow {
-		shortenSlices(false)
+	if rt.compete {
+		rt.competing(false)
 	}
+	if rt.kicking {
+		kick(false)
+	}
+	settleKicks()
 	return nil
+}
+
+// competing takes (on) or drops the runtime's share of the short slices
+// while threads of the normal class compete for the cores, unless it holds
+// them for good (P4).
+func (rt *Runtime) competing(on bool) {
+	rt.compete = on
+	if !rt.sliced {
+		shortenSlices(on)
+	}
 }
 
 // quiescent reports that no thread exists: none submitted and unfinished,

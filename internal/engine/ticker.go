@@ -53,30 +53,35 @@ type ticker struct {
 	gc    collector     // the ticker's (revoke.go, demotion)
 	// ownSince is since when every tick saw the program's own goroutines
 	// need Ps (-1: the last did not), othersUntil when they stop counting
-	// as competing (a calm window after they were last seen so), and short
-	// whether the ticker last asked for short slices; the ticker's.
-	ownSince, othersUntil int64
-	short                 bool
+	// as competing (a calm window after they were last seen so); crowdSince
+	// and crowdUntil are the same for more computing goroutines than
+	// processors; wish is what the ticker last asked adjust for. The
+	// ticker's.
+	ownSince, othersUntil  int64
+	crowdSince, crowdUntil int64
+	wish                   psWant
 }
 
 // psWant is what the ticker asks adjust for: extra Ps beyond the workers,
-// and whether the process's threads should have short time slices.
+// whether the process's threads should have short time slices, and
+// whether the processors should be kicked (kick_linux.go).
 type psWant struct {
-	extra int
-	short bool
+	extra       int
+	short, kick bool
 }
 
 func startTicker(rt *Runtime) *ticker {
 	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan psWant, 1), psEnd: make(chan struct{}),
-		fit: newPsFit(), sched: newSchedSample(), gc: newCollector(), ownSince: -1}
+		fit: newPsFit(), sched: newSchedSample(), gc: newCollector(), ownSince: -1, crowdSince: -1}
 	go tk.run(rt)
 	go tk.adjust(rt)
 	return tk
 }
 
-// adjust keeps rt.extraPs Ps reserved beyond the workers, and the short
-// time slices while threads of the normal class compete for the cores
-// (rt.slicedNow, procs.go, P4), as the ticker asks, until the ticker stops;
+// adjust keeps rt.extraPs Ps reserved beyond the workers, the short time
+// slices while threads of the normal class compete for the cores
+// (rt.compete, procs.go, P4), and the kicks while they outnumber the cores
+// (rt.kicking, P6), as the ticker asks, until the ticker stops;
 // Close then owns both (it reads them after psEnd is closed) and releases
 // them.
 func (tk *ticker) adjust(rt *Runtime) {
@@ -93,23 +98,26 @@ func (tk *ticker) adjust(rt *Runtime) {
 				rt.release()
 				rt.extraPs = want.extra
 			}
-			if short := want.short && inForce && rt.demote && !rt.sliced; short != rt.slicedNow {
-				shortenSlices(short)
-				rt.slicedNow = short
+			if compete := want.short && inForce && rt.demote; compete != rt.compete {
+				rt.competing(compete)
+			}
+			if kicks := want.kick && rt.compete; kicks != rt.kicking {
+				rt.kicking = kicks
+				kick(kicks)
 			}
 		}
 	}
 }
 
-// ask passes the extra Ps wanted to adjust without waiting: a request that
-// adjust has not taken yet is replaced.
-func (tk *ticker) ask(n int, short bool) {
+// ask passes what the ticker wants to adjust without waiting: a request
+// that adjust has not taken yet is replaced.
+func (tk *ticker) ask(w psWant) {
 	select {
 	case <-tk.ps:
 	default:
 	}
-	tk.short = short
-	tk.ps <- psWant{n, short} // only the ticker sends, and the buffer is empty now
+	tk.wish = w
+	tk.ps <- w // only the ticker sends, and the buffer is empty now
 }
 
 func (tk *ticker) stop() {
@@ -302,10 +310,34 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool) {
 	if collecting && long > 0 {
 		tk.othersUntil = now + int64(policy.CalmWindow)
 	}
-	short := now < tk.othersUntil
-	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
-		tk.ask(n, short)
-	} else if short != tk.short {
-		tk.ask(tk.fit.asked, short)
+	// Kicks only while the goroutines that compute outnumber the
+	// processors, seen every tick for policy.OthersFor (and a calm window
+	// after): with a core to spare, a woken thread has no rival to lose a
+	// pick to, and a kick costs every processor a wake-up.
+	if others+busyWorkers(rt) <= goruntime.NumCPU() {
+		tk.crowdSince = -1
+	} else if tk.crowdSince < 0 {
+		tk.crowdSince = now
+	} else if now-tk.crowdSince >= int64(policy.OthersFor) {
+		tk.crowdUntil = now + int64(policy.CalmWindow)
 	}
+	w := psWant{extra: tk.fit.asked, short: now < tk.othersUntil}
+	w.kick = w.short && now < tk.crowdUntil
+	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
+		w.extra = n
+		tk.ask(w)
+	} else if w != tk.wish {
+		tk.ask(w)
+	}
+}
+
+// busyWorkers is how many of rt's workers do not sleep.
+func busyWorkers(rt *Runtime) int {
+	n := 0
+	for _, w := range rt.workers {
+		if w.sleeper.Load() == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -187,6 +187,15 @@ const (
 	// thread's share of processor time; older kernels ignore it
 	// (docs/design.md, "Short slices while others compute").
 	ShortSlice = 100_000
+	// KickEvery is how often a kicker thread wakes on each processor while
+	// goroutines of the normal class outnumber the cores (engine,
+	// kick_linux.go): a woken thread that lost its core's pick to one that
+	// waited longer is picked at the next wake-up there, instead of the
+	// next scheduler tick (4 ms at HZ=250), so the top priority's tail
+	// beside such a crowd follows this period. Shorter costs the computing
+	// threads more: each kick is a wake-up and two switches on every
+	// processor (docs/design.md, "Kicks while others compute").
+	KickEvery = 200 * time.Microsecond
 	// SpareProcs is how many Ps the runtimes of a process keep free beyond
 	// their workers and the Ps reserved for others (engine, procs.go,
 	// P1): idle, they watch the network and the timers. One is not

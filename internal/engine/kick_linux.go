@@ -1,0 +1,139 @@
+package engine
+
+import (
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fairlyprompt/fairly/internal/policy"
+)
+
+// Kicks: short slices let a woken thread preempt one that has run its
+// slice, but only when Linux looks at the core again. It looks when a
+// thread wakes there, or blocks, or at the scheduler tick (4 ms at
+// HZ=250). A woken thread loses that look when the core's queue holds a
+// thread that has waited longer (more lag, an earlier deadline): with
+// threads of the normal class queued beyond the cores, that is most of the
+// time. The waiting thread then runs once the one picked instead blocks or
+// the next look comes. Computing threads never block, so the woken
+// network poller waited for the next request's wake-up, or a tick: a
+// scheduler trace of the echo beside fairly's batch and two hashing
+// goroutines showed the poller's thread runnable for 1.1 ms while a hog
+// ran 1.07 ms past its 0.1 ms slice.
+//
+// So while the runtimes take short slices because threads of the normal
+// class compete (P4) and the goroutines that compute outnumber the
+// processors, one kicker thread per processor the process may run on,
+// pinned there, sleeps policy.KickEvery at a time: each of its wake-ups is
+// a look at its core, and the poller's wait for a core is then at most
+// about a kick. A kick costs its core a wake-up and two switches, which a
+// virtual machine makes dear (BenchmarkKicks); with a core to spare the
+// woken thread has no rival, and no kicks are needed.
+//
+// Kick invariants (PROTOCOLS.md, P6):
+//   - Kickers run while some runtime holds a share (users > 0): the first
+//     share starts a generation of them, the last stops it. A runtime holds
+//     one while it holds short slices for competing threads and the
+//     goroutines that compute outnumber the processors (ticker.go, fitPs).
+//   - A stop reaches only its own generation: each has its own flag, so a
+//     start right after a stop cannot revive old kickers.
+//   - Nobody waits for a stop but the last Close: a kicker whose P Go took
+//     away while it slept waits for one before it can see its flag, and the
+//     ticker must not wait with it. The last Close waits for every stopped
+//     generation, so no kicker outlives the runtimes (once the workers are
+//     gone, Ps are free).
+//   - A kicker never runs on another processor, and no other goroutine on
+//     its pinned thread: it locks the thread and pins it before its first
+//     sleep, and unlocks it only once it has unpinned it.
+
+// osKicks counts the runtimes that hold a share of the kicks.
+var osKicks struct {
+	sync.Mutex
+	users   int
+	now     *kickers   // the running generation, nil when none runs
+	stopped []*kickers // generations stopped whose kickers may not have ended
+}
+
+// kickers is a generation of kickers, one per processor.
+type kickers struct {
+	stop    atomic.Bool
+	running sync.WaitGroup
+	left    atomic.Int32 // kickers that have not returned
+}
+
+// kick takes (on) or drops a share of the kicks.
+func kick(on bool) {
+	k := &osKicks
+	k.Lock()
+	defer k.Unlock()
+	if on {
+		if k.users++; k.users == 1 {
+			k.now = startKickers()
+		}
+		return
+	}
+	if k.users--; k.users == 0 && k.now != nil {
+		k.now.stop.Store(true)
+		k.stopped = slices.DeleteFunc(append(k.stopped, k.now), func(g *kickers) bool { return g.left.Load() == 0 })
+		k.now = nil
+	}
+}
+
+// settleKicks waits until every stopped generation of kickers has ended
+// (the last Close).
+func settleKicks() {
+	k := &osKicks
+	k.Lock()
+	gens := k.stopped
+	k.stopped = nil
+	k.Unlock()
+	for _, g := range gens {
+		g.running.Wait()
+	}
+}
+
+// startKickers starts one kicker on each processor the process may run on.
+func startKickers() *kickers {
+	g := &kickers{}
+	var cpus unix.CPUSet
+	if unix.SchedGetaffinity(unix.Getpid(), &cpus) == nil {
+		for cpu := range len(cpus) * 64 {
+			if cpus.IsSet(cpu) {
+				g.running.Add(1)
+				g.left.Add(1)
+				go g.kicker(cpu)
+			}
+		}
+	}
+	return g
+}
+
+// kicker wakes on processor cpu every policy.KickEvery until stop, then
+// lets its thread run anywhere again before it gives it back to Go. (Were
+// the goroutine to end locked, Go would end the thread; but not the
+// process's main thread, which it keeps, pinned, for good.)
+func (g *kickers) kicker(cpu int) {
+	defer g.running.Done()
+	defer g.left.Add(-1)
+	goruntime.LockOSThread() // ends locked, and Go ends the thread, unless it is unpinned
+	var was, one unix.CPUSet
+	if unix.SchedGetaffinity(0, &was) != nil {
+		return
+	}
+	one.Set(cpu)
+	if unix.SchedSetaffinity(0, &one) != nil {
+		return
+	}
+	// Nanosleep enters the system call as Go's scheduler sees it: while it
+	// sleeps, Go's monitor hands its P to others that need one.
+	ts := unix.NsecToTimespec(int64(policy.KickEvery))
+	for !g.stop.Load() {
+		_ = unix.Nanosleep(&ts, nil)
+	}
+	if unix.SchedSetaffinity(0, &was) == nil {
+		goruntime.UnlockOSThread()
+	}
+}
