@@ -82,10 +82,6 @@ func BenchmarkKicks(b *testing.B) {
 		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
 			n := goruntime.NumCPU()
 			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2*n + 4))
-			if os.Getenv("XSHORT") != "" {
-				shortenSlices(true)
-				defer shortenSlices(false)
-			}
 			if on {
 				kick(true)
 				defer settleKicks()
