@@ -1,6 +1,7 @@
 package engine
 
 import (
+	goruntime "runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -41,16 +42,26 @@ import (
 // promoted, and a fork and join costs about a call. Heartbeats take the
 // older bottom fork of the two stacks.
 //
-// The shared stack. slots is pushed only by the goroutine that owns the stack; a
-// slot holds a fork until somebody takes it out by compare-and-swap to nil:
-// the owner to run it (take, takeAny), or the owner or a revoker to promote
-// it. Taking it out is the claim of a fork that was never shared: nobody
-// claims such a fork in place (Task.claimHere). top, bot and floor are
-// the owner's private indices: slots[:top] may hold forks, slots[:bot]
-// hold none (a hint, so that a heartbeat does not scan from the bottom
-// each time). A slot at or above top holds nil. depths[i] is the fork depth of the fork
-// pushed into slots[i], kept by the owner, which must not read the depth of
-// a task that another worker may be running.
+// The shared stack. Its slots are pushed only by the goroutine that owns
+// the stack. Slot i holds the fork tasks[i] while state[i] is slotFull,
+// until somebody takes it out by compare-and-swap of state[i] to
+// slotEmpty: the owner to run it (take, takeAny), or to promote it. A
+// revoker takes it by compare-and-swap to slotCopying instead, reads
+// tasks[i] and then stores slotEmpty (lazySlots.claim): tasks is written
+// by the owner alone, only at slots it saw or made empty, so every read of
+// another goroutine is ordered after the write it reads (by the store of
+// slotFull that it saw) and before the next one (by the store of
+// slotEmpty that the owner saw). The slots' words are integers, so that
+// push and take are inlined atomic instructions, not the calls of atomic
+// pointers with their write barriers. Taking a fork out is the claim of a
+// fork that was never shared: nobody claims such a fork in place
+// (Task.claimHere). top, bot and floor are the owner's private indices:
+// slots[:top] may hold forks, slots[:bot] hold none (a hint, so that a
+// heartbeat does not scan from the bottom each time). A slot at or above
+// top holds none: it is empty, or a revoker still copies its fork out.
+// depths[i] is the fork depth of the fork pushed into slot i, kept by the
+// owner, which must not read the depth of a task that another worker may
+// be running.
 //
 // Invariants L1-L3 and L5 (PROTOCOLS.md): a fork runs exactly once, no
 // fork is lost (the owner stores a fork and then loads its mode word, a
@@ -58,53 +69,116 @@ import (
 // paths write no shared memory, and a private fork of a revoked goroutine
 // stays on it.
 type lazyStack struct {
-	slots  []atomic.Pointer[Task] // owner's view of pub
-	depths []int32
-	pub    atomic.Pointer[[]atomic.Pointer[Task]]
-	top    int
-	bot    int
+	lazySlots // owner's view of pub
+	depths    []int32
+	pub       atomic.Pointer[lazySlots]
+	top       int
+	bot       int
 	// floor is top when the innermost thread running on the goroutine
 	// started: forks below it are its ancestors'. Pops never go below it,
 	// so that the forks a thread leaves unjoined are found when it ends.
 	floor int
 }
 
-// push records t as the youngest lazy fork.
+// lazySlots is an array of shared slots: the fork of slot i is tasks[i]
+// while state[i] says slotFull.
+type lazySlots struct {
+	state []atomic.Uint32
+	tasks []*Task
+}
+
+// The states of a shared slot.
+const (
+	slotEmpty   uint32 = iota
+	slotFull           // holds a fork
+	slotCopying        // a revoker took the fork and reads it out
+)
+
+// full reports whether slot i holds a fork.
+func (p *lazySlots) full(i int) bool { return p.state[i].Load() == slotFull }
+
+// empty takes the fork of slot i out for the owner, if the slot still
+// holds it, and gives it.
+func (p *lazySlots) empty(i int) *Task {
+	if !p.state[i].CompareAndSwap(slotFull, slotEmpty) {
+		return nil
+	}
+	t := p.tasks[i]
+	p.tasks[i] = nil
+	return t
+}
+
+// claim takes the fork of slot i out for a revoker, if the slot still
+// holds it, and gives it. The owner does not write tasks[i] before the
+// slot is empty again, and the revoker leaves it as it is: only the owner
+// writes tasks (L2a), and its next push there overwrites it. (The task
+// left there is shared now, so never recycled into another fork.)
+func (p *lazySlots) claim(i int) *Task {
+	if !p.full(i) || !p.state[i].CompareAndSwap(slotFull, slotCopying) {
+		return nil
+	}
+	t := p.tasks[i]
+	p.state[i].Store(slotEmpty)
+	return t
+}
+
+// push records t as the youngest lazy fork. Its caller then loads the
+// mode word (L2).
 func (s *lazyStack) push(t *Task) {
-	if s.top == len(s.slots) {
+	i := s.top
+	if i == len(s.tasks) || s.state[i].Load() != slotEmpty {
+		s.room()
+	}
+	s.depths[i] = t.depth
+	s.tasks[i] = t
+	s.state[i].Store(slotFull)
+	s.top = i + 1
+}
+
+// room makes slot top ready for a push: it grows the stack when it is
+// full, and waits while a revoker still copies a fork out of the slot.
+func (s *lazyStack) room() {
+	if s.top == len(s.tasks) {
 		s.grow()
 	}
-	s.depths[s.top] = t.depth
-	s.slots[s.top].Store(t)
-	s.top++
-}
-
-// grow moves the forks into a larger array. Each is swapped out of the old
-// one, so that a revoker still scanning the old array cannot take a fork
-// that the owner takes from the new one (a fork is in one slot only); a
-// revoker that missed the move is seen by the owner's mode check after its
-// push (the invariants above).
-func (s *lazyStack) grow() {
-	slots := make([]atomic.Pointer[Task], max(16, 2*len(s.slots)))
-	for i := range s.top {
-		slots[i].Store(s.slots[i].Swap(nil))
+	for s.state[s.top].Load() != slotEmpty {
+		goruntime.Gosched()
 	}
-	s.slots = slots
-	s.depths = append(s.depths, make([]int32, len(slots)-len(s.depths))...)
-	s.pub.Store(&slots)
 }
 
-// take takes t out of its slot if it is the youngest fork, then drops the
-// empty and claimed slots under it. It reports whether t was there: then
-// the caller runs it, and nobody else can (L1: a fork that is neither
-// shared nor submitted is run by whoever takes it out of its slot).
+// grow moves the forks into larger arrays. Each is taken out of the old
+// one first, so that a revoker still scanning the old array cannot take a
+// fork that the owner takes from the new one (a fork is in one slot only);
+// a revoker that missed the move is seen by the owner's mode check after
+// its push (the invariants above).
+func (s *lazyStack) grow() {
+	n := max(16, 2*len(s.tasks))
+	p := &lazySlots{state: make([]atomic.Uint32, n), tasks: make([]*Task, n)}
+	for i := range s.top {
+		if t := s.empty(i); t != nil {
+			p.tasks[i] = t
+			p.state[i].Store(slotFull)
+		}
+	}
+	s.lazySlots = *p
+	s.depths = append(s.depths, make([]int32, n-len(s.depths))...)
+	s.pub.Store(p)
+}
+
+// take takes t out of its slot if it is the youngest fork. It reports
+// whether t was there: then the caller runs it, and nobody else can (L1: a
+// fork that is neither shared nor submitted is run by whoever takes it out
+// of its slot). It leaves the empty slots under t's (forks that a revoker
+// took, or joined out of order) to the slow path, takeAny, which drops
+// them, so that it inlines into JoinFork.
 func (s *lazyStack) take(t *Task) bool {
 	i := s.top - 1
-	if i < s.floor || s.slots[i].Load() != t || !s.slots[i].CompareAndSwap(t, nil) {
+	if i < s.floor || s.tasks[i] != t || !s.state[i].CompareAndSwap(slotFull, slotEmpty) {
 		return false
 	}
+	s.tasks[i] = nil
 	s.top = i
-	s.drop()
+	s.bot = min(s.bot, i)
 	return true
 }
 
@@ -113,8 +187,8 @@ func (s *lazyStack) take(t *Task) bool {
 // forked it, so it looks for t in every slot under top.
 func (s *lazyStack) takeAny(t *Task) bool {
 	for i := s.top - 1; i >= 0; i-- {
-		if s.slots[i].Load() == t {
-			if !s.slots[i].CompareAndSwap(t, nil) {
+		if s.tasks[i] == t {
+			if s.empty(i) == nil {
 				return false
 			}
 			s.drop()
@@ -124,23 +198,27 @@ func (s *lazyStack) takeAny(t *Task) bool {
 	return false
 }
 
-// drop lowers top past empty slots. (A slot never holds a claimed fork:
-// only a fork that left its slot is ever claimed, see claimHere.)
+// drop lowers top past slots that hold no fork. (A slot never holds a
+// claimed fork: only a fork that left its slot is ever claimed, see
+// claimHere.)
 func (s *lazyStack) drop() {
-	for s.top > s.floor && s.slots[s.top-1].Load() == nil {
+	for s.top > s.floor && !s.full(s.top-1) {
 		s.top--
 	}
 	s.bot = min(s.bot, s.top)
 }
 
 // JoinFork is the fast path of a Join of child by t, for package thread:
-// if child is t's youngest shared fork and no preemption point is due, it
+// if child is t's youngest shared fork and the attention word is down, it
 // takes child out of its slot (take) and runs it inline on t's goroutine,
 // without entering the scheduler unless child left shared forks unjoined
-// (they are promoted), and reports true. A false answer costs a preemption
-// point's count, and the caller joins child by Join. One call does both,
-// so that the commonest join pays two calls into the engine (this one and
-// take) besides child's code.
+// (they are promoted), and reports true; else the caller joins child by
+// Join, which passes the preemption point. Such a join does not count a
+// point: the Spawn that made child counted one, so that paced passes come
+// every policy.CheckEvery forks, not every half as many, while a raised
+// attention word still stops the join. One call does both, so that the
+// commonest join pays one call into the engine (take inlines) besides
+// child's code.
 //
 // child's end is left to the caller: EndTaken ends it, unless the caller
 // knows that nobody will ever look at child again (no handle call on it
@@ -151,7 +229,7 @@ func (s *lazyStack) drop() {
 // that began the frames below it (exited).
 func (t *Task) JoinFork(child *Task) bool {
 	g := t.g
-	if child.rank != t.rank || g.due() || !g.lazy.take(child) {
+	if child.rank != t.rank || g.w.attn.Load() != 0 || !g.lazy.take(child) {
 		return false
 	}
 	child.g = g
@@ -399,8 +477,10 @@ func (g *gor) end() {
 // [from, to).
 func (g *gor) promoteShared(w *worker, from, to int) {
 	for i := from; i < to; i++ {
-		if t := g.lazy.slots[i].Load(); t != nil && g.lazy.slots[i].CompareAndSwap(t, nil) {
-			w.promoted(t)
+		if g.lazy.full(i) {
+			if t := g.lazy.empty(i); t != nil {
+				w.promoted(t)
+			}
 		}
 	}
 }
@@ -446,8 +526,8 @@ func (g *gor) heartbeat(w *worker, now int64) {
 	s, p := &g.lazy, &g.priv
 	var shared *Task
 	for ; s.bot < s.top; s.bot++ {
-		if t := s.slots[s.bot].Load(); t != nil {
-			shared = t
+		if s.full(s.bot) {
+			shared = s.tasks[s.bot]
 			break
 		}
 	}
@@ -463,7 +543,7 @@ func (g *gor) heartbeat(w *worker, now int64) {
 			p.bot++
 		}
 	case shared != nil:
-		if policy.Promote(len(w.rt.workers), w.hasLive(int(shared.rank))) && s.slots[s.bot].CompareAndSwap(shared, nil) {
+		if policy.Promote(len(w.rt.workers), w.hasLive(int(shared.rank))) && s.empty(s.bot) != nil {
 			w.promoted(shared)
 			s.bot++
 		}
@@ -507,8 +587,8 @@ func (w *worker) takeLazy(h *gor) {
 	if p == nil {
 		return
 	}
-	for i := range *p {
-		if t := (*p)[i].Load(); t != nil && (*p)[i].CompareAndSwap(t, nil) {
+	for i := range p.state {
+		if t := p.claim(i); t != nil {
 			w.promoted(t)
 		}
 	}

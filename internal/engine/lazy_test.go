@@ -34,8 +34,8 @@ func TestLazyStackTakenOnce(t *testing.T) {
 				if p == nil {
 					continue
 				}
-				for i := range *p {
-					if x := (*p)[i].Load(); x != nil && (*p)[i].CompareAndSwap(x, nil) {
+				for i := range p.state {
+					if x := p.claim(i); x != nil {
 						took[index(x)].Add(1)
 					}
 				}
