@@ -19,10 +19,9 @@ import (
 // threads of the normal class queued beyond the cores, that is most of the
 // time. The waiting thread then runs once the one picked instead blocks or
 // the next look comes. Computing threads never block, so the woken
-// network poller waited for the next request's wake-up, or a tick: a
-// scheduler trace of the echo beside fairly's batch and two hashing
-// goroutines showed the poller's thread runnable for 1.1 ms while a hog
-// ran 1.07 ms past its 0.1 ms slice.
+// network poller waited for the next request's wake-up, or a tick, while a
+// computing thread ran far past its slice (docs/design.md, "Kicks while
+// others compute", has the trace).
 //
 // So while the runtimes take short slices because threads of the normal
 // class compete (P4) and the goroutines that compute outnumber the
@@ -40,11 +39,12 @@ import (
 //     goroutines that compute outnumber the processors (ticker.go, fitPs).
 //   - A stop reaches only its own generation: each has its own flag, so a
 //     start right after a stop cannot revive old kickers.
-//   - Nobody waits for a stop but the last Close: a kicker whose P Go took
-//     away while it slept waits for one before it can see its flag, and the
-//     ticker must not wait with it. The last Close waits for every stopped
-//     generation, so no kicker outlives the runtimes (once the workers are
-//     gone, Ps are free).
+//   - Only Close waits for a stop: a kicker whose P Go took away while it
+//     slept waits for one before it can see its flag, and the ticker must
+//     not wait with it. Close waits for every generation stopped so far, so
+//     no kicker outlives the runtimes (once the workers are gone, Ps are
+//     free); the running generation is another runtime's, which waits in
+//     its own Close.
 //   - A kicker never runs on another processor, and no other goroutine on
 //     its pinned thread: it locks the thread and pins it before its first
 //     sleep, and unlocks it only once it has unpinned it.
@@ -82,8 +82,8 @@ func kick(on bool) {
 	}
 }
 
-// settleKicks waits until every stopped generation of kickers has ended
-// (the last Close).
+// settleKicks waits until every generation of kickers stopped so far has
+// ended (Close).
 func settleKicks() {
 	k := &osKicks
 	k.Lock()
