@@ -258,7 +258,7 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 			tk.Yield()
 		}
 	})
-	hogs := sync.WaitGroup{}
+	var hogs sync.WaitGroup
 	hog := func() { // an ordinary goroutine that computes
 		hogs.Go(func() {
 			for !stop.Load() {

@@ -490,8 +490,8 @@ func TestSimulatorWatchdogAsEngine(t *testing.T) {
 			wt.cpu, wt.at = ht.parked(t), now-int64(b.rt.quantum)
 		}
 		verdict, below, after := b.p.Look(w, now, os != osUnknown, os == osComputing)
-		idle, _ := b.rt.sleeping()
-		_, gotVerdict, gotBelow := wt.look(x, idle, now, policy.RoundTicks(int64(b.rt.quantum), int64(b.rt.interrupt)))
+		asleep, _ := b.rt.sleeping()
+		_, gotVerdict, gotBelow := wt.look(x, asleep > 0, now, policy.RoundTicks(int64(b.rt.quantum), int64(b.rt.interrupt)))
 		require.Equal(t, []int{int(verdict), below, after}, []int{int(gotVerdict), int(gotBelow), wt.ticks}, "%s, the OS's answer %d: verdict, rank below and ticks, simulator (expected) against engine (actual)", what, os)
 		seen[[2]int{os, int(verdict)}]++
 		b.wake(t, now, what)

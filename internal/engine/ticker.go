@@ -214,7 +214,8 @@ func (tk *ticker) run(rt *Runtime) {
 		case <-t.C:
 		}
 		now := rt.now()
-		idle, busy := rt.sleeping()
+		asleep, awake := rt.sleeping()
+		idle, busy := asleep > 0, awake > 0
 		if fast && policy.Poke(idle, busy) {
 			poke.Reset(rt.dealEvery)
 		} else {
@@ -238,14 +239,14 @@ func (tk *ticker) run(rt *Runtime) {
 			long = rt.detached.demote(now, collecting)
 		}
 		rt.lower(collecting || now < tk.othersUntil, now)
-		tk.fitPs(rt, long, collecting)
+		tk.fitPs(rt, long, collecting, awake)
 	}
 }
 
 // pokeBusy raises the attention of every worker that computes, if
 // policy.Poke still holds, and reports whether it did.
 func pokeBusy(rt *Runtime) bool {
-	if !policy.Poke(rt.sleeping()) {
+	if asleep, awake := rt.sleeping(); !policy.Poke(asleep > 0, awake > 0) {
 		return false
 	}
 	for _, w := range rt.workers {
@@ -256,21 +257,23 @@ func pokeBusy(rt *Runtime) bool {
 	return true
 }
 
-// sleeping reports whether some worker sleeps and whether some does not.
-func (rt *Runtime) sleeping() (some, notAll bool) {
+// sleeping counts the workers that sleep and those that do not.
+func (rt *Runtime) sleeping() (asleep, awake int) {
 	for _, w := range rt.workers {
-		asleep := w.sleeper.Load() != nil
-		some, notAll = some || asleep, notAll || !asleep
+		if w.sleeper.Load() != nil {
+			asleep++
+		}
 	}
-	return some, notAll
+	return asleep, len(rt.workers) - asleep
 }
 
 // fitPs asks adjust for the extra Ps that the goroutines competing for Ps
 // need now (procs.go): those running or runnable beyond the ticker itself
 // and one per worker, whether the worker sleeps or not (its P is the
 // worker's, ready for when it wakes). Threads detached from their worker
-// that compute count among them.
-func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool) {
+// that compute count among them. awake is how many workers did not sleep
+// at the tick (for the kicks).
+func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 	if rt.reserved == 0 || goruntime.GOMAXPROCS(0) <= len(rt.workers) {
 		return // KeepGOMAXPROCS, or the program has taken GOMAXPROCS over (procs.go)
 	}
@@ -314,7 +317,7 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool) {
 	// processors, seen every tick for policy.OthersFor (and a calm window
 	// after): with a core to spare, a woken thread has no rival to lose a
 	// pick to, and a kick costs every processor a wake-up.
-	if others+busyWorkers(rt) <= goruntime.NumCPU() {
+	if others+awake <= goruntime.NumCPU() {
 		tk.crowdSince = -1
 	} else if tk.crowdSince < 0 {
 		tk.crowdSince = now
@@ -329,15 +332,4 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool) {
 	} else if w != tk.wish {
 		tk.ask(w)
 	}
-}
-
-// busyWorkers is how many of rt's workers do not sleep.
-func busyWorkers(rt *Runtime) int {
-	n := 0
-	for _, w := range rt.workers {
-		if w.sleeper.Load() == nil {
-			n++
-		}
-	}
-	return n
 }
