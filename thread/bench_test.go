@@ -303,6 +303,31 @@ func BenchmarkFineFib(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
 	})
+	b.Run("record", func(b *testing.B) {
+		seq := bestSeq(n)
+		w, want := newRecWorker(nil), seqFib(n) // w's flag is never raised: nothing is promoted
+		for b.Loop() {
+			if r := recFib(w, n); r != want {
+				b.Fatalf("record fib(%d) = %d", n, r)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+	})
+	b.Run("record/P=2", func(b *testing.B) {
+		seq, want := bestSeq(n), seqFib(n)
+		cpu0 := processCPU()
+		for b.Loop() {
+			if r := recFibP2(n); r != want {
+				b.Fatalf("record fib(%d) at P=2 = %d", n, r)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/seq, "x-seq")
+		// Both goroutines spin or compute throughout, so fewer than two
+		// cores means the OS ran their threads on one core at times.
+		if cpu0 >= 0 {
+			b.ReportMetric((processCPU()-cpu0).Seconds()/b.Elapsed().Seconds(), "cores")
+		}
+	})
 	b.Run("goroutines", func(b *testing.B) {
 		seq := bestSeq(n)
 		for b.Loop() {
@@ -335,6 +360,130 @@ func pollFib(w *pollWord, n int) int {
 	}
 	a, b := pairPoll(w, pollFib, n-1, n-2)
 	return a + b
+}
+
+// The record controls: the best fork at every call plain Go reaches with a
+// record per fork, for comparison with Fork2 (BenchmarkFineFib's record
+// cases). The fork is written by hand into fib with direct calls, in the
+// shape Spice (Zig) gives it: a record (function, argument) pushed on the
+// worker's own stack before the first call and popped after it, a poll of
+// a flag per fork, and promotion of the oldest record only when the flag
+// is raised. At P = 2 two goroutines share a one-slot mailbox; a goroutine
+// with nothing to do is the heartbeat: it raises the other's flag, at most
+// once every recBeat. A ticker goroutine would need a processor of its
+// own, and with both busy Go runs it only at a preemption.
+
+// recBeat is the least time between two raises of a worker's flag.
+const recBeat = 100 * time.Microsecond
+
+// recWorker is one goroutine's stack of records: levels below bot were
+// promoted (oldest first, so they are a prefix), levels from bot to top are
+// plain calls still to make.
+type recWorker struct {
+	flag     atomic.Bool // raised by the other worker when it has nothing to do
+	recs     []recFrame
+	top, bot int
+	box      *atomic.Pointer[recJob] // the mailbox both workers share
+	other    *recWorker
+	lastBeat time.Time // when this worker last raised other's flag
+}
+
+// recFrame is the record of one fork: the second call, and its job once
+// promoted.
+type recFrame struct {
+	f   func(*recWorker, int) int
+	arg int
+	job *recJob
+}
+
+// recJob is a promoted record: taken by the other worker, or back by its
+// owner at the join if nobody did.
+type recJob struct {
+	f    func(*recWorker, int) int
+	arg  int
+	res  int
+	done atomic.Bool
+}
+
+func newRecWorker(box *atomic.Pointer[recJob]) *recWorker {
+	return &recWorker{recs: make([]recFrame, 1024), box: box}
+}
+
+// recFib is fib with the record fork at every call.
+func recFib(w *recWorker, n int) int {
+	if n < 2 {
+		return n
+	}
+	if w.flag.Load() {
+		w.promote()
+	}
+	i := w.top
+	w.recs[i] = recFrame{f: recFib, arg: n - 2}
+	w.top = i + 1
+	a := recFib(w, n-1)
+	w.top = i
+	if j := w.recs[i].job; j != nil {
+		return a + w.join(i, j)
+	}
+	return a + recFib(w, n-2)
+}
+
+// promote offers the oldest unpromoted record in the mailbox, if it is
+// empty.
+//
+//go:noinline
+func (w *recWorker) promote() {
+	w.flag.Store(false)
+	if w.bot == w.top {
+		return
+	}
+	r := &w.recs[w.bot]
+	j := &recJob{f: r.f, arg: r.arg}
+	if w.box.CompareAndSwap(nil, j) {
+		r.job = j
+		w.bot++
+	}
+}
+
+// join returns the result of the promoted record at level i: it runs it
+// itself if it is still in the mailbox, or else helps until the thief is
+// done.
+func (w *recWorker) join(i int, j *recJob) int {
+	w.bot = i
+	if w.box.CompareAndSwap(j, nil) {
+		return j.f(w, j.arg)
+	}
+	w.waitFor(&j.done)
+	return j.res
+}
+
+// waitFor runs jobs from the mailbox until done is set, and is the other
+// worker's heartbeat meanwhile.
+func (w *recWorker) waitFor(done *atomic.Bool) {
+	for !done.Load() {
+		if j := w.box.Load(); j != nil && w.box.CompareAndSwap(j, nil) {
+			j.res = j.f(w, j.arg)
+			j.done.Store(true)
+		} else if now := time.Now(); now.Sub(w.lastBeat) >= recBeat {
+			w.other.flag.Store(true)
+			w.lastBeat = now
+		}
+	}
+}
+
+// recFibP2 is recFib(n) on two goroutines: this one and a helper that waits
+// for promoted records until the result is in.
+func recFibP2(n int) int {
+	var box atomic.Pointer[recJob]
+	w0, w1 := newRecWorker(&box), newRecWorker(&box)
+	w0.other, w1.other = w1, w0
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() { w1.waitFor(&stop) })
+	r := recFib(w0, n)
+	stop.Store(true)
+	wg.Wait()
+	return r
 }
 
 // bestSeq is the best time of five runs of seqFib(n), in ns.
