@@ -402,9 +402,15 @@ func (s *Forks) Point(t *Task) {
 		// Only the count ran out: offer the OS processor when it is time,
 		// and move off a core shared with another worker, as service
 		// does, without a pass and its heartbeat, which would promote
-		// forks that nobody asked for.
+		// forks that nobody asked for; but pass if the round is over, as
+		// a paced preemption point does (checkpoint).
 		s.polls = policy.PollEvery
-		if now := g.rt.now(); now >= g.nextYield {
+		now := g.rt.now()
+		if now >= g.w.nextRound {
+			g.forked(t, true)
+			return
+		}
+		if now >= g.nextYield {
 			g.nextYield = now + int64(policy.OSYieldEvery)
 			g.w.yieldOS(int(t.rank))
 		}
