@@ -403,10 +403,12 @@ func (s *Forks) Point(t *Task) {
 		// and move off a core shared with another worker, as service
 		// does, without a pass and its heartbeat, which would promote
 		// forks that nobody asked for; but pass if the round is over, as
-		// a paced preemption point does (checkpoint).
+		// a paced preemption point does (checkpoint). roundEnd, not the
+		// owner's nextRound: the token may have been revoked since the
+		// test of the mode word.
 		s.polls = policy.PollEvery
 		now := g.rt.now()
-		if now >= g.w.nextRound {
+		if now >= g.w.roundEnd.Load() {
 			g.forked(t, true)
 			return
 		}
