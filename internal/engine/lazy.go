@@ -402,9 +402,17 @@ func (s *Forks) Point(t *Task) {
 		// Only the count ran out: offer the OS processor when it is time,
 		// and move off a core shared with another worker, as service
 		// does, without a pass and its heartbeat, which would promote
-		// forks that nobody asked for.
+		// forks that nobody asked for; but pass if the round is over, as
+		// a paced preemption point does (checkpoint). roundEnd, not the
+		// owner's nextRound: the token may have been revoked since the
+		// test of the mode word.
 		s.polls = policy.PollEvery
-		if now := g.rt.now(); now >= g.nextYield {
+		now := g.rt.now()
+		if now >= g.w.roundEnd.Load() {
+			g.forked(t, true)
+			return
+		}
+		if now >= g.nextYield {
 			g.nextYield = now + int64(policy.OSYieldEvery)
 			g.w.yieldOS(int(t.rank))
 		}

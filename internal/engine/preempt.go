@@ -70,10 +70,12 @@ func (g *gor) checkpoint(t *Task) {
 	}
 	g.every = policy.Pace(g.every, now-g.passAt)
 	g.count, g.passAt = g.every, now
-	if paced && g.points < policy.CheckEvery {
+	if paced && g.points < policy.CheckEvery && now < w.nextRound {
 		// Offer the OS processor when it is time, without the duties and
 		// the heartbeat, which would promote forks that nobody asked for;
-		// they come every CheckEvery points as ever.
+		// they come every CheckEvery points as ever, and at the first pass
+		// after the round's end: aligned rounds end at fixed times, so a
+		// switch made late is taken from the priority whose round is next.
 		w.offerOS(now)
 		return
 	}

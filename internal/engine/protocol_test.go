@@ -571,3 +571,43 @@ func TestRevokerTakesTheWorkerItSwapped(t *testing.T) {
 	}
 	spinner.Wait()
 }
+
+// A round ends on time on a worker whose thread passes its preemption
+// points far apart, as a time sink does. Such a thread's passes are paced
+// (policy.Pace): they come at every point but do the duties only every
+// policy.CheckEvery points, and a pass once returned without looking at
+// the round's end, so that the worker noticed it only at the next tick or
+// at the CheckEvery-th point. The aligned rounds end at fixed times, so
+// the priority whose round came next lost the delay: beside a sink at
+// medium priority, a kernel at low priority with share 25 % had 23 % of
+// the time (docs/results.md, "Stretch"). Here the watchdog is off (a long
+// Interrupt) and borrowing too, so that rounds alone divide the worker
+// between a thread at hi that passes a point every 100 µs and one at lo
+// that passes one every few microseconds; with the delay, lo lost most of
+// each of its rounds.
+func TestSparsePointsEndRoundsOnTime(t *testing.T) {
+	rt, lo, hi := levelsWith(t, 1, 50, 50, func(cfg *Config) { cfg.Interrupt, cfg.Borrow = time.Hour, false })
+	var stop atomic.Bool
+	spinner := func(gap time.Duration) func(*Task) {
+		return func(p *Task) {
+			for !stop.Load() {
+				for end := time.Now().Add(gap); time.Now().Before(end); {
+				}
+				p.Yield()
+			}
+		}
+	}
+	tl, th := submit(t, rt, lo, spinner(2*time.Microsecond)), submit(t, rt, hi, spinner(100*time.Microsecond))
+	time.Sleep(40 * rt.quantum)
+	stop.Store(true)
+	tl.Wait()
+	th.Wait()
+	rl, err := rt.Rank(lo)
+	require.NoError(t, err)
+	rh, err := rt.Rank(hi)
+	require.NoError(t, err)
+	cpu := rt.Totals().CPU
+	share := float64(cpu[rl]) / float64(cpu[rl]+cpu[rh])
+	t.Logf("lo's share of the worker: %.3f", share)
+	assert.Greater(t, share, 0.4, "lo's share of the worker, of 0.5: lo %v, hi %v", cpu[rl], cpu[rh])
+}
