@@ -163,13 +163,11 @@ func (g *kickers) kicker(cpu int) {
 	if unix.SchedSetaffinity(0, &one) != nil {
 		return
 	}
-	// Heap objects: the kernel reads them while the goroutine's stack,
-	// in a system call, may be scanned.
-	fds := &[1]unix.PollFd{{Fd: int32(g.stop), Events: unix.POLLIN}}
-	ts := new(unix.Timespec)
-	kickUntilStopped(fds, ts, unix.NsecToTimespec(int64(policy.KickEvery)))
-	goruntime.KeepAlive(fds)
-	goruntime.KeepAlive(ts)
+	// The kernel reads fds and writes ts through the system calls; Go
+	// neither grows nor moves the stack of a goroutine in one.
+	fds := [1]unix.PollFd{{Fd: int32(g.stop), Events: unix.POLLIN}}
+	var ts unix.Timespec
+	kickUntilStopped(&fds, &ts, unix.NsecToTimespec(int64(policy.KickEvery)))
 	if unix.SchedSetaffinity(0, &was) == nil {
 		goruntime.UnlockOSThread()
 	}
