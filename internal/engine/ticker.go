@@ -51,16 +51,40 @@ type ticker struct {
 	fit   psFit         // the ticker's (procs.go)
 	sched *schedSample  // the ticker's
 	gc    collector     // the ticker's (revoke.go, demotion)
-	// ownSince is since when every tick saw the program's own goroutines
-	// need Ps (-1: the last did not), othersUntil when they stop counting
-	// as competing (a calm window after they were last seen so); crowdSince
-	// and crowdUntil are the same for more computing goroutines than
-	// processors; wish is what the ticker last asked adjust for. The
-	// ticker's.
-	ownSince, othersUntil  int64
-	crowdSince, crowdUntil int64
-	wish                   psWant
+	// own is the streak of ticks that saw the program's own goroutines
+	// need Ps (they compete while it lasts), crowd that of ticks that saw
+	// more computing goroutines than processors; wish is what the ticker
+	// last asked adjust for. The ticker's.
+	own, crowd streak
+	wish       psWant
 }
+
+// streak tells whether a condition seen at the ticks has held at every
+// tick for policy.OthersFor, and stays on a calm window after it last did.
+type streak struct {
+	since int64 // since when every tick saw the condition; -1: the last did not
+	until int64 // when the streak stops counting
+}
+
+func newStreak() streak { return streak{since: -1} }
+
+// see records whether the condition held at the tick at now.
+func (s *streak) see(holds bool, now int64) {
+	switch {
+	case !holds:
+		s.since = -1
+	case s.since < 0:
+		s.since = now
+	case now-s.since >= int64(policy.OthersFor):
+		s.hold(now)
+	}
+}
+
+// hold keeps the streak on for a calm window from now.
+func (s *streak) hold(now int64) { s.until = now + int64(policy.CalmWindow) }
+
+// on reports whether the streak counts at now.
+func (s *streak) on(now int64) bool { return now < s.until }
 
 // psWant is what the ticker asks adjust for: extra Ps beyond the workers,
 // whether the process's threads should have short time slices, and
@@ -72,7 +96,7 @@ type psWant struct {
 
 func startTicker(rt *Runtime) *ticker {
 	tk := &ticker{done: make(chan struct{}), quit: make(chan struct{}), ps: make(chan psWant, 1), psEnd: make(chan struct{}),
-		fit: newPsFit(), sched: newSchedSample(), gc: newCollector(), ownSince: -1, crowdSince: -1}
+		fit: newPsFit(), sched: newSchedSample(), gc: newCollector(), own: newStreak(), crowd: newStreak()}
 	go tk.run(rt)
 	go tk.adjust(rt)
 	return tk
@@ -238,7 +262,7 @@ func (tk *ticker) run(rt *Runtime) {
 		if rt.demote && rt.detBusy.Load() > 0 {
 			long = rt.detached.demote(now, collecting)
 		}
-		rt.lower(collecting || now < tk.othersUntil, now)
+		rt.lower(collecting || tk.own.on(now), now)
 		tk.fitPs(rt, long, collecting, awake)
 	}
 }
@@ -303,29 +327,17 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 	// worker while the collector runs (they are demoted only while it does
 	// not). Otherwise detached threads are demoted, and short slices beside
 	// lowered workers only delay wake-ups.
-	if own := others - int(rt.detBusy.Load()); own <= 0 {
-		tk.ownSince = -1
-	} else if tk.ownSince < 0 {
-		tk.ownSince = now
-	} else if now-tk.ownSince >= int64(policy.OthersFor) {
-		tk.othersUntil = now + int64(policy.CalmWindow)
-	}
+	tk.own.see(others > int(rt.detBusy.Load()), now)
 	if collecting && long > 0 {
-		tk.othersUntil = now + int64(policy.CalmWindow)
+		tk.own.hold(now)
 	}
 	// Kicks only while the goroutines that compute outnumber the
 	// processors, seen every tick for policy.OthersFor (and a calm window
 	// after): with a core to spare, a woken thread has no rival to lose a
 	// pick to, and a kick costs every processor a wake-up.
-	if others+awake <= goruntime.NumCPU() {
-		tk.crowdSince = -1
-	} else if tk.crowdSince < 0 {
-		tk.crowdSince = now
-	} else if now-tk.crowdSince >= int64(policy.OthersFor) {
-		tk.crowdUntil = now + int64(policy.CalmWindow)
-	}
-	w := psWant{extra: tk.fit.asked, short: now < tk.othersUntil}
-	w.kick = w.short && now < tk.crowdUntil
+	tk.crowd.see(others+awake > goruntime.NumCPU(), now)
+	w := psWant{extra: tk.fit.asked, short: tk.own.on(now)}
+	w.kick = w.short && tk.crowd.on(now)
 	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
 		w.extra = n
 		tk.ask(w)
