@@ -3,9 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"maps"
-	"os"
 	goruntime "runtime"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -18,12 +16,8 @@ import (
 // run only on it.
 func pinnedThreads(t *testing.T) map[int]int {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	require.NoError(t, err)
 	out := map[int]int{}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		require.NoError(t, err)
+	for _, tid := range threadIDs(t) {
 		var set unix.CPUSet
 		if unix.SchedGetaffinity(tid, &set) != nil || set.Count() != 1 {
 			continue // gone meanwhile, or not pinned

@@ -18,15 +18,24 @@ import (
 	"github.com/fairlyprompt/fairly/internal/policy"
 )
 
-// slicesOf gives the time slice of every thread of the process, in ns.
-func slicesOf(t *testing.T) map[int]uint64 {
+// threadIDs lists the threads of the process.
+func threadIDs(t *testing.T) []int {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	require.NoError(t, err)
-	out := map[int]uint64{}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
+	tids := make([]int, len(tasks))
+	for i, task := range tasks {
+		tids[i], err = strconv.Atoi(task.Name())
 		require.NoError(t, err)
+	}
+	return tids
+}
+
+// slicesOf gives the time slice of every thread of the process, in ns.
+func slicesOf(t *testing.T) map[int]uint64 {
+	t.Helper()
+	out := map[int]uint64{}
+	for _, tid := range threadIDs(t) {
 		var a unix.SchedAttr
 		if _, _, e := unix.RawSyscall6(unix.SYS_SCHED_GETATTR, uintptr(tid), uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a), 0, 0, 0); e == 0 {
 			out[tid] = a.Runtime
