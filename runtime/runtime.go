@@ -140,13 +140,17 @@ type Config struct {
 	// when it next reaches a preemption point if the process may do that
 	// (CAP_SYS_NICE or RLIMIT_NICE); otherwise it runs demoted until it
 	// ends. Set it when other processes keep every core busy: a demoted
-	// thread then waits for them, and so does Go's stop-the-world. It also
-	// stops the runtime from giving the process's threads short time
-	// slices while goroutines outside its workers compute, and each
-	// processor a kicker thread that wakes every 200 µs while they and the
-	// workers outnumber the processors (the network poller's
-	// thread then waits for their slices to end; see ShortTimeSlices), and
-	// from lowering: where the process may give a
+	// thread then waits for them, and so does Go's stop-the-world.
+	//
+	// It also turns off three more of the runtime's changes to the OS's
+	// defaults. Short time slices for the process's threads while
+	// goroutines outside its workers compute (without them the network
+	// poller's thread waits for their slices to end; see ShortTimeSlices).
+	// Kicks: meanwhile, while those goroutines and the busy workers
+	// outnumber the processors, a kicker thread on each processor wakes
+	// every 200 µs, so that Linux looks at the core and a woken thread
+	// that lost its pick does not wait for a scheduler tick. And lowering:
+	// where the process may give a
 	// thread its normal policy back, a worker's OS thread runs in the idle
 	// class while it runs a priority below one with a share in the
 	// criterion, so that the threads that wake the top priority take its
