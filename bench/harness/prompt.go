@@ -403,12 +403,16 @@ type promptState struct {
 	idleP99 map[int]float64 // by procs
 }
 
-// promptSections are the experiment's tables: every cell, and the cells
-// beside the controls when they ran.
+// promptSections are the experiment's tables: every cell, and, when the
+// controls ran, the cells beside them and the goal met by fairly and by
+// the floor.
 func promptSections(res *Results) []Section {
 	out := []Section{promptTable(res)}
 	if v := promptVersusTable(res); v != nil {
 		out = append(out, *v)
+	}
+	if g := promptGoalTable(res); g != nil {
+		out = append(out, *g)
 	}
 	return out
 }

@@ -307,3 +307,79 @@ func promptVersusTable(res *Results) *Section {
 		Table: t.String(),
 	}
 }
+
+// promptFairlyPartMs is the goal for fairly's part of the echo's p99, in ms.
+const promptFairlyPartMs = 0.2
+
+// promptGoalTable counts the cells that meet each part of the experiment's
+// goal (p99 ≤ 1 ms, p99 ≤ 2× the idle echo's p99 at the same P, fairly's
+// part ≤ 0.2 ms), for fairly's cells and for the floor's, in one run. The
+// floor is plain Go tuned by hand beside the same loads: where its cells
+// miss the goal, the machine sets the limit there, not the scheduler. It
+// is nil when no floor ran.
+func promptGoalTable(res *Results) *Section {
+	idle := map[int]float64{}
+	for _, rec := range res.Records {
+		if rec.Kind == kindPromptIdle && rec.PromptSummary != nil {
+			idle[rec.Procs] = rec.PromptSummary.P99
+		}
+	}
+	type tally struct {
+		cells, fast, near, part, whole int
+		misses                         []string
+	}
+	var fairly, floor tally
+	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
+	count := func(t *tally, rec *Record) {
+		sum := rec.PromptSummary
+		fast := sum.P99 <= promptGoalMs
+		near := idle[rec.Procs] > 0 && sum.P99 <= 2*idle[rec.Procs]
+		part := sum.FairlyP99 <= promptFairlyPartMs // 0 in a control: no fairly
+		t.cells++
+		t.fast += b2i(fast)
+		t.near += b2i(near)
+		t.part += b2i(part)
+		if fast && near && part {
+			t.whole++
+			return
+		}
+		cell := fmt.Sprintf("%s P=%d", rec.Kernel, rec.Procs)
+		if rec.Kind == kindPrompt {
+			cell += " " + rec.Criterion
+		}
+		t.misses = append(t.misses, cell+" "+f(sum.P99))
+	}
+	for _, rec := range res.Records {
+		switch sum := rec.PromptSummary; {
+		case sum == nil || sum.Requests == 0:
+		case rec.Kind == kindPrompt:
+			count(&fairly, rec)
+		case rec.Kind == kindPromptControl && sum.Control == controlFloor:
+			count(&floor, rec)
+		}
+	}
+	if floor.cells == 0 {
+		return nil
+	}
+	t := table{head: []string{"echo", "cells", "p99 ≤ 1 ms", "p99 ≤ 2× idle", "fairly's part ≤ 0.2 ms", "whole goal", "cells that miss it (p99, ms)"}}
+	row := func(name string, x tally, part string) {
+		t.add(name, fmt.Sprint(x.cells), fmt.Sprint(x.fast), fmt.Sprint(x.near), part, fmt.Sprint(x.whole), strings.Join(x.misses, "; "))
+	}
+	row("fairly", fairly, fmt.Sprint(fairly.part))
+	row("floor Go", floor, "—")
+	return &Section{
+		Title: "Prompt: the goal, fairly and the floor",
+		Text: "How many cells meet each part of the goal in this run: p99 ≤ 1 ms, p99 ≤ 2× the idle echo's p99 at the same P, fairly's part ≤ 0.2 ms, and all at once (whole goal). " +
+			"The floor's cells (plain Go tuned by hand, one per load and P) show what Go on this machine reaches beside the same loads: " +
+			"a cell of the floor that misses the goal is a limit of the machine and of Go, not of a scheduler.",
+		Table: t.String(),
+	}
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

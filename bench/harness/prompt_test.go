@@ -111,7 +111,15 @@ func TestPrompt(t *testing.T) {
 	assert.Equal(t, controls, nc)
 
 	tbs := tables(Markdown(res))
-	require.Len(t, tbs, 2, "the cells, and the cells beside the controls")
+	if canIdleThreads {
+		require.Len(t, tbs, 3, "the cells, the cells beside the controls, and the goal")
+		g := tbs[2]
+		require.Len(t, g[2:], 2, "fairly and the floor")
+		assert.Equal(t, []string{"fairly", "6"}, g[2][:2])
+		assert.Equal(t, []string{"floor Go", "3"}, g[3][:2])
+	} else {
+		require.Len(t, tbs, 2, "the cells, and the cells beside the controls")
+	}
 	assert.Equal(t, "p99 ÷ idle", tbs[0][0][9])
 	assert.Len(t, tbs[0][2:], 1+6+controls)
 	vs := tbs[1]
@@ -181,4 +189,30 @@ func TestPromptConfig(t *testing.T) {
 	c := tinyConfig(t)
 	c.Experiments, c.Kernels, c.PromptLoads = []string{"prompt"}, nil, []string{"batch"}
 	assert.NoError(t, c.Validate(), "loads alone are enough")
+}
+
+// TestPromptGoalTable counts the goal's parts for fairly's cells and the
+// floor's: p99 ≤ 1 ms, ≤ 2× the idle p99 at the same P, fairly's part
+// ≤ 0.2 ms.
+func TestPromptGoalTable(t *testing.T) {
+	res := &Results{}
+	add := func(kind, load, crit, control string, p99, part float64) {
+		res.Records = append(res.Records, &Record{Kind: kind, Kernel: load, Procs: 1, Criterion: crit,
+			PromptSummary: &PromptSummary{Load: load, Requests: 1000, P99: p99, FairlyP99: part, Control: control}})
+	}
+	add(kindPromptIdle, "idle", "100-0-0", "", 0.2, 0.01)
+	add(kindPrompt, "fib", "100-0-0", "", 0.3, 0.05)  // the whole goal
+	add(kindPrompt, "fib", "50-0-50", "", 0.5, 0.05)  // over 2× idle
+	add(kindPrompt, "alloc", "100-0-0", "", 1.2, 0.1) // over 1 ms and 2× idle
+	add(kindPrompt, "alloc", "50-0-50", "", 0.3, 0.3) // fairly's part
+	assert.Nil(t, promptGoalTable(res), "no floor ran")
+	add(kindPromptControl, "fib", "", controlFloor, 0.3, 0)
+	add(kindPromptControl, "alloc", "", controlFloor, 0.9, 0)
+	add(kindPromptControl, "alloc", "", controlPlain, 30, 0)
+	g := promptGoalTable(res)
+	require.NotNil(t, g)
+	rows := tables("\n" + g.Table)[0][2:]
+	require.Len(t, rows, 2)
+	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", "fib P=1 50-0-50 0.50; alloc P=1 100-0-0 1.20; alloc P=1 50-0-50 0.30"}, rows[0])
+	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90"}, rows[1])
 }
