@@ -62,10 +62,10 @@ import (
 // then, each only while its thread has a core. Nothing runs lowered or
 // demoted while the collector runs (lower.go, revoke.go), so the short
 // slices then delay no wake-up. While the others compete, the runtime
-// also takes a share of the kicks (kick_linux.go, P6): a woken thread that loses its
-// core's pick to a thread that waited longer is picked at the next look
-// Linux takes at that core, and a kicker on each core makes that look come
-// within policy.KickEvery instead of at a scheduler tick. Short slices cost
+// also takes a share of the kicks (kick_linux.go, P6): a woken thread
+// that loses its core's pick to a thread that waited longer is picked at
+// the next look Linux takes at that core, and a kicker on each core makes
+// that look come within policy.KickEvery instead of at a scheduler tick. Short slices cost
 // cooperative code (every wake-up preempts a worker), and beside lowered
 // workers they delay wake-ups instead of hastening them, which is why they
 // are not on all the time.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	goruntime "runtime"
 	"time"
 
@@ -339,7 +338,7 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 	// after): with a core to spare, a woken thread has no rival to lose a
 	// pick to, and a kick costs every processor a wake-up.
 	tk.crowd.see(others+awake > goruntime.NumCPU(), now)
-	w := psWant{extra: tk.fit.asked, short: tk.own.on(now), gc: collecting && !xNoGC}
+	w := psWant{extra: tk.fit.asked, short: tk.own.on(now), gc: collecting}
 	w.kick = w.short && tk.crowd.on(now)
 	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
 		w.extra = n
@@ -348,5 +347,3 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 		tk.ask(w)
 	}
 }
-
-var xNoGC = os.Getenv("FAIRLY_X_NOGC") != ""
