@@ -289,9 +289,58 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 	assert.True(t, short, "no short slices beside a computing goroutine")
 	assert.True(t, raised, "GOMAXPROCS stayed at %d beside a computing goroutine", base)
 	assert.True(t, kicked, "no kicks beside more computing goroutines than processors")
-	assert.True(t, eventually(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
+	assert.True(t, seldom(func() bool { return slicesOf(t)[os.Getpid()] != policy.ShortSlice }),
 		"the short slices stayed after the goroutines ended")
 	assert.True(t, eventually(func() bool { return kickShares() == 0 }), "the kicks stayed after the goroutines ended")
+}
+
+// seldom is eventually for a condition on the short slices, which stay
+// while the collector runs (P4): it looks every 100 ms, since reading the
+// process's threads allocates, and looking every millisecond would keep
+// the collector, and the slices, going.
+func seldom(cond func() bool) bool {
+	for end := time.Now().Add(patience); time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// TestShortSlicesWhileCollecting: the runtime takes short slices while
+// Go's collector runs, with no other goroutine computing, and gives them
+// back once no cycle started for policy.CollectorQuiet (P4); with Demote
+// off (KeepOSPriority) it takes none.
+func TestShortSlicesWhileCollecting(t *testing.T) {
+	shortenSlices(true)
+	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
+	shortenSlices(false)
+	if !supported {
+		t.Skip("no custom slices before Linux 6.12")
+	}
+	for _, demote := range []bool{true, false} {
+		t.Run(map[bool]string{true: "default", false: "kept"}[demote], func(t *testing.T) {
+			o := fairness.NewOrder()
+			cfg := testConfig(1, fairness.Uniform(o))
+			cfg.ShortSlices = false
+			cfg.Demote = demote
+			rt := New(cfg)
+			t.Cleanup(func() { require.NoError(t, rt.Close()) })
+			short := func() bool { return slicesOf(t)[os.Getpid()] == policy.ShortSlice }
+			collect := func() bool { goruntime.GC(); return short() }
+			if !demote {
+				for range 20 {
+					goruntime.GC()
+					time.Sleep(time.Millisecond) // a tick
+				}
+				assert.False(t, short(), "KeepOSPriority takes no short slices")
+				return
+			}
+			assert.True(t, eventually(collect), "no short slices while the collector runs")
+			assert.True(t, seldom(func() bool { return !short() }), "the short slices stayed after the collections")
+		})
+	}
 }
 
 // TestLowering: a thread of a rank below one with a share runs in the idle

@@ -54,11 +54,18 @@ import (
 // not demoted), the runtime also takes a share of the short time slices
 // (0.1 ms) for the process's threads, unless Config.ShortSlices holds one
 // for good or Config.Demote is off (the program keeps the OS's defaults),
-// and gives it back a calm window after (P4). Meanwhile it also takes a
-// share of the kicks (kick_linux.go, P6): a woken thread that loses its
-// core's pick to a thread that waited longer is picked at the next look
-// Linux takes at that core, and a kicker on each core makes that look come
-// within policy.KickEvery instead of at a scheduler tick. Short slices cost
+// and gives it back a calm window after (P4). It takes a share of them
+// too while the collector runs (a cycle started within
+// policy.CollectorQuiet), whatever the others do: in a mark phase Go runs
+// a mark worker on every idle P, the spares with them, so threads
+// outnumber the cores, and those idle workers are what polls the network
+// then, each only while its thread has a core. Nothing runs lowered or
+// demoted while the collector runs (lower.go, revoke.go), so the short
+// slices then delay no wake-up. While the others compete, the runtime
+// also takes a share of the kicks (kick_linux.go, P6): a woken thread
+// that loses its core's pick to a thread that waited longer is picked at
+// the next look Linux takes at that core, and a kicker on each core makes
+// that look come within policy.KickEvery instead of at a scheduler tick. Short slices cost
 // cooperative code (every wake-up preempts a worker), and beside lowered
 // workers they delay wake-ups instead of hastening them, which is why they
 // are not on all the time.

@@ -172,7 +172,7 @@ func (x *modeWord) CompareAndSwap(old, m mode) bool {
 // the echo's p99 with it (docs/results.md, "The prompt experiment"). So
 // the ticker demotes only while no collection started within
 // policy.CollectorQuiet, and promotes the demoted threads back as soon as
-// one did; the short time slices, in force while threads compute detached
+// one did; the short time slices, in force while the collector runs
 // (procs.go), then keep the network poller's wait for a core short.
 
 // detachedList holds the goroutines that compute detached, for demotion.

@@ -87,11 +87,12 @@ func (s *streak) hold(now int64) { s.until = now + int64(policy.CalmWindow) }
 func (s *streak) on(now int64) bool { return now < s.until }
 
 // psWant is what the ticker asks adjust for: extra Ps beyond the workers,
-// whether the process's threads should have short time slices, and
-// whether the processors should be kicked (kick_linux.go).
+// whether the process's threads should have short time slices because
+// others compete for the Ps (short) or because the collector runs (gc),
+// and whether the processors should be kicked (kick_linux.go).
 type psWant struct {
-	extra       int
-	short, kick bool
+	extra           int
+	short, gc, kick bool
 }
 
 func startTicker(rt *Runtime) *ticker {
@@ -122,7 +123,7 @@ func (tk *ticker) adjust(rt *Runtime) {
 				rt.release()
 				rt.extraPs = want.extra
 			}
-			if compete := want.short && inForce && rt.demote; compete != rt.compete {
+			if compete := rt.demote && (want.short && inForce || want.gc); compete != rt.compete {
 				rt.competing(compete)
 			}
 			if kicks := want.kick && rt.compete; kicks != rt.kicking {
@@ -321,11 +322,12 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 	// others' smoothed count, keeps a P free while library calls without
 	// preemption points come and go faster than policy.OthersFor (P5).
 	//
-	// Short slices, and lowering off (O3), only while threads of the
-	// normal class compete for the cores: the program's own goroutines,
-	// seen every tick for policy.OthersFor, or threads detached from their
+	// Short slices, and lowering off (O3), while threads of the normal
+	// class compete for the cores: the program's own goroutines, seen
+	// every tick for policy.OthersFor, or threads detached from their
 	// worker while the collector runs (they are demoted only while it does
-	// not). Otherwise detached threads are demoted, and short slices beside
+	// not); short slices also while the collector runs at all (procs.go).
+	// Otherwise detached threads are demoted, and short slices beside
 	// lowered workers only delay wake-ups.
 	tk.own.see(others > int(rt.detBusy.Load()), now)
 	if collecting && long > 0 {
@@ -336,7 +338,7 @@ func (tk *ticker) fitPs(rt *Runtime, long int, collecting bool, awake int) {
 	// after): with a core to spare, a woken thread has no rival to lose a
 	// pick to, and a kick costs every processor a wake-up.
 	tk.crowd.see(others+awake > goruntime.NumCPU(), now)
-	w := psWant{extra: tk.fit.asked, short: tk.own.on(now)}
+	w := psWant{extra: tk.fit.asked, short: tk.own.on(now), gc: collecting}
 	w.kick = w.short && tk.crowd.on(now)
 	if n, ok := tk.fit.next(now, max(tk.fit.need(now, others, goruntime.NumCPU()), long)); ok {
 		w.extra = n
