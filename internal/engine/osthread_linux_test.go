@@ -238,6 +238,19 @@ func BenchmarkCurrentCPU(b *testing.B) {
 	}
 }
 
+// skipWithoutSlices skips a test on a kernel that does not take custom
+// time slices (before Linux 6.12): the process shortens its slices for a
+// moment and reads them back.
+func skipWithoutSlices(t *testing.T) {
+	t.Helper()
+	shortenSlices(true)
+	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
+	shortenSlices(false)
+	if !supported {
+		t.Skip("no custom slices before Linux 6.12")
+	}
+}
+
 // TestShortSlicesWhileOthersCompute: without ShortSlices, the threads of
 // the process get the short slice while goroutines outside the runtime
 // compute beside its busy workers (the runtime then reserves Ps for them),
@@ -246,12 +259,7 @@ func BenchmarkCurrentCPU(b *testing.B) {
 // with a core to spare is not checked: other work on the machine keeps
 // goroutines waiting for a P, and they count as computing.)
 func TestShortSlicesWhileOthersCompute(t *testing.T) {
-	shortenSlices(true)
-	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
-	shortenSlices(false)
-	if !supported {
-		t.Skip("no custom slices before Linux 6.12")
-	}
+	skipWithoutSlices(t)
 	prev := goruntime.GOMAXPROCS(1)
 	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
 	o := fairness.NewOrder()
@@ -313,12 +321,7 @@ func seldom(cond func() bool) bool {
 // back once no cycle started for policy.CollectorQuiet (P4); with Demote
 // off (KeepOSPriority) it takes none.
 func TestShortSlicesWhileCollecting(t *testing.T) {
-	shortenSlices(true)
-	supported := slicesOf(t)[os.Getpid()] == policy.ShortSlice
-	shortenSlices(false)
-	if !supported {
-		t.Skip("no custom slices before Linux 6.12")
-	}
+	skipWithoutSlices(t)
 	for _, demote := range []bool{true, false} {
 		t.Run(map[bool]string{true: "default", false: "kept"}[demote], func(t *testing.T) {
 			o := fairness.NewOrder()
