@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -109,6 +110,26 @@ type PromptSummary struct {
 	// Control names a control's record (kind prompt_control): "plain" or
 	// "floor" (prompt_controls.go); empty in a fairly cell's.
 	Control string `json:"control,omitempty"`
+	// BatchRate is fib(n) computed per second by the batch of batch,
+	// batch+1go and batch+2go over the measured span (by all its
+	// goroutines in a control), and HashRate the MiB per second hashed by
+	// the ordinary goroutines of batch+1go and batch+2go: what the load
+	// got done while the echo answered. Zero for other loads.
+	BatchRate float64 `json:"batch_fib_per_s"`
+	HashRate  float64 `json:"hash_mib_per_s"`
+}
+
+// batchWork counts what a batch load gets done: passes of fib(n) and
+// bytes hashed by its ordinary goroutines.
+type batchWork struct{ fibs, hashed atomic.Int64 }
+
+// measure runs rec.measure over wait and returns the fib(n) a second and
+// the MiB hashed a second in it.
+func (w *batchWork) measure(rec *Record, wait func()) (fibs, mib float64) {
+	f0, h0, t0 := w.fibs.Load(), w.hashed.Load(), time.Now()
+	_ = rec.measure(func() error { wait(); return nil })
+	d := time.Since(t0).Seconds()
+	return float64(w.fibs.Load()-f0) / d, float64(w.hashed.Load()-h0) / (1 << 20) / d
 }
 
 // promptRate and promptRequests are the experiment's settings or their
@@ -295,11 +316,13 @@ func allocLoop(stop *atomic.Bool, in []byte) {
 }
 
 // hashLoop is an ordinary goroutine of batch+1go and batch+2go: SHA-256
-// in a loop until stop, with no preemption point but Go's own.
-func hashLoop(stop *atomic.Bool) {
+// in a loop until stop, with no preemption point but Go's own; it adds
+// the bytes it hashed to hashed.
+func hashLoop(stop *atomic.Bool, hashed *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	for !stop.Load() {
 		buf[0] = sha256.Sum256(buf)[0]
+		hashed.Add(int64(len(buf)))
 	}
 }
 
@@ -311,6 +334,8 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 	if load == "alloc" {
 		in = promptAllocInput()
 	}
+	var work batchWork
+	var fibs, mib float64
 	err := s.promptCell(rec, procs, c, func(rt *runtime.Runtime, lo fairness.Priority, srv *interactive.Server, from int64) error {
 		var hs []*thread.Handle[error]
 		var wg sync.WaitGroup
@@ -326,15 +351,16 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 				// when the thread starts only after the measured span.
 				for done := false; !done; {
 					fib.Forked(c)
+					work.fibs.Add(1)
 					done = stop.Load()
 				}
 				return fib.Check()
 			}))
 			for range promptGoroutines(load) {
-				wg.Go(func() { hashLoop(&stop) })
+				wg.Go(func() { hashLoop(&stop, &work.hashed) })
 			}
 		}
-		_ = rec.measure(func() error { s.cfg.waitEnough(srv, from); return nil })
+		fibs, mib = work.measure(rec, func() { s.cfg.waitEnough(srv, from) })
 		stop.Store(true)
 		wg.Wait()
 		var errs []error
@@ -344,6 +370,9 @@ func (s *suite) promptLoad(load string, procs int, c Criterion) (*Record, error)
 		}
 		return closeAll(errs...)
 	})
+	if rec.PromptSummary != nil {
+		rec.PromptSummary.BatchRate, rec.PromptSummary.HashRate = fibs, mib
+	}
 	return rec, err
 }
 
@@ -414,7 +443,86 @@ func promptSections(res *Results) []Section {
 	if g := promptGoalTable(res); g != nil {
 		out = append(out, *g)
 	}
+	if w := promptBatchTable(res); w != nil {
+		out = append(out, *w)
+	}
 	return out
+}
+
+// promptBatchTable sets what each batch load got done beside the echo's
+// p99, fairly's cells first and then the controls of the same load and P:
+// a control that answers sooner may do so by starving its batch. It is nil
+// when no batch load ran.
+func promptBatchTable(res *Results) *Section {
+	type key struct {
+		load  string
+		procs int
+	}
+	var keys []key
+	rows := map[key][]*Record{}
+	for _, rec := range res.Records {
+		if sum := rec.PromptSummary; sum != nil && strings.HasPrefix(rec.Kernel, "batch") && rec.Kind != kindPromptIdle {
+			k := key{rec.Kernel, rec.Procs}
+			if rows[k] == nil {
+				keys = append(keys, k)
+			}
+			rows[k] = append(rows[k], rec)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	// The batch load's rate at each P under each criterion or control: the
+	// batch alone beside the echo, what the others' rows are set against
+	// (fairly's forks at every call make it slower than the controls'
+	// sequential code, so rates compare within a system, not across).
+	type at struct {
+		procs int
+		crit  string
+	}
+	label := func(rec *Record) string {
+		if rec.Kind == kindPromptControl {
+			return rec.PromptSummary.Control + " Go"
+		}
+		return rec.Criterion
+	}
+	alone := map[at]float64{}
+	for k, recs := range rows {
+		if k.load == "batch" {
+			for _, rec := range recs {
+				alone[at{k.procs, label(rec)}] = rec.PromptSummary.BatchRate
+			}
+		}
+	}
+	t := table{head: []string{"load", "P", "criterion", "echo p99 (ms)", "batch fib(n)/s", "÷ batch alone", "hashing MiB/s"}}
+	for _, k := range keys {
+		// Fairly's cells, then the floor, then plain Go.
+		rank := func(r *Record) int {
+			return map[string]int{"": 0, controlFloor: 1, controlPlain: 2}[r.PromptSummary.Control]
+		}
+		slices.SortStableFunc(rows[k], func(a, b *Record) int { return cmp.Compare(rank(a), rank(b)) })
+		for _, rec := range rows[k] {
+			sum := rec.PromptSummary
+			crit, share, hash := label(rec), "—", "—"
+			if a := alone[at{rec.Procs, crit}]; a > 0 {
+				share = fmt.Sprintf("%.2f", sum.BatchRate/a)
+			}
+			if promptGoroutines(rec.Kernel) > 0 {
+				hash = fmt.Sprintf("%.0f", sum.HashRate)
+			}
+			t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, ms(time.Duration(sum.P99*float64(time.Millisecond))), fmt.Sprintf("%.1f", sum.BatchRate), share, hash)
+		}
+	}
+	return &Section{
+		Title: "Prompt: what the batch got done",
+		Text: "What each batch load computed while the echo answered, over the measured span: fib(n) a second by the batch " +
+			"(one thread forking on fairly's workers in fairly's cells, P goroutines computing it sequentially in the controls, on idle-class threads in the floor's) " +
+			"and MiB a second hashed by the ordinary goroutines of batch+1go and batch+2go. " +
+			"÷ batch alone sets the batch's rate against the batch load's at the same P under the same criterion or control: what the ordinary goroutines left it. " +
+			"Fairly's batch forks at every call (thread.Fork2), slower than the controls' sequential code, so rates compare down a system's rows, not across systems. " +
+			"The batch's share under a criterion is what fairly keeps; the floor's batch gets only the processor time that nothing else wants.",
+		Table: t.String(),
+	}
 }
 
 // promptTable is the experiment's table: one row per cell.

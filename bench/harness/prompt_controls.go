@@ -110,6 +110,7 @@ func (s *suite) promptControl(load string, k *kernels.Kernel, procs int, control
 	// floor, the first demoted of them run on demoted OS threads.
 	var work []func() error
 	var demoted int
+	var done batchWork // what a batch load gets done
 	switch {
 	case k != nil:
 		rec.Size = s.cfg.PromptSize(*k)
@@ -147,15 +148,17 @@ func (s *suite) promptControl(load string, k *kernels.Kernel, procs int, control
 			work = append(work, func() error {
 				for !stop.Load() {
 					kernels.FibSeq(rec.Size)
+					done.fibs.Add(1)
 				}
 				return nil
 			})
 		}
 		demoted = procs
 		for range promptGoroutines(load) {
-			work = append(work, func() error { hashLoop(&stop); return nil })
+			work = append(work, func() error { hashLoop(&stop, &done.hashed); return nil })
 		}
 	}
+	var fibs, mib float64
 	goProcs := procs
 	if floor {
 		goProcs = len(work) + floorSpareProcs
@@ -180,7 +183,7 @@ func (s *suite) promptControl(load string, k *kernels.Kernel, procs int, control
 				errs[i] = w()
 			})
 		}
-		_ = rec.measure(func() error { s.cfg.waitEnough(echo.srv, from); return nil })
+		fibs, mib = done.measure(rec, func() { s.cfg.waitEnough(echo.srv, from) })
 		stop.Store(true)
 		wg.Wait()
 		rec.Collector = gc.stop()
@@ -188,6 +191,7 @@ func (s *suite) promptControl(load string, k *kernels.Kernel, procs int, control
 	})
 	s.promptSummary(rec)
 	rec.PromptSummary.Control = control
+	rec.PromptSummary.BatchRate, rec.PromptSummary.HashRate = fibs, mib
 	return rec, err
 }
 

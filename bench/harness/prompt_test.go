@@ -96,7 +96,8 @@ func TestPrompt(t *testing.T) {
 		case kindPrompt:
 			n++
 			for _, f := range []string{"kernel", "load", "procs", "criterion", "requests", "p50_ms", "p99_ms", "p999_ms", "max_ms", "idle_p99_ms", "ratio",
-				"delivery_p99_ms", "fairly_p99_ms", "reply_p99_ms", "gc_cycles", "gc_max_pause_ms", "gomaxprocs_changes", "phase_requests"} {
+				"delivery_p99_ms", "fairly_p99_ms", "reply_p99_ms", "gc_cycles", "gc_max_pause_ms", "gomaxprocs_changes", "phase_requests",
+				"batch_fib_per_s", "hash_mib_per_s"} {
 				assert.Contains(t, r, f)
 			}
 			assert.NotContains(t, r, "control")
@@ -112,14 +113,37 @@ func TestPrompt(t *testing.T) {
 
 	tbs := tables(Markdown(res))
 	if canIdleThreads {
-		require.Len(t, tbs, 3, "the cells, the cells beside the controls, and the goal")
+		require.Len(t, tbs, 4, "the cells, the cells beside the controls, the goal, and the batch's work")
 		g := tbs[2]
 		require.Len(t, g[2:], 2, "fairly and the floor")
 		assert.Equal(t, []string{"fairly", "6"}, g[2][:2])
 		assert.Equal(t, []string{"floor Go", "3"}, g[3][:2])
 	} else {
-		require.Len(t, tbs, 2, "the cells, and the cells beside the controls")
+		require.Len(t, tbs, 3, "the cells, the cells beside the controls, and the batch's work")
 	}
+	// What batch+1go got done: fairly's two cells, then its controls.
+	w := tbs[len(tbs)-1]
+	assert.Equal(t, []string{"load", "P", "criterion", "echo p99 (ms)", "batch fib(n)/s", "÷ batch alone", "hashing MiB/s"}, w[0])
+	want := []string{"100-0-0", "50-25-25"}
+	if canIdleThreads {
+		want = append(want, "floor Go")
+	}
+	want = append(want, "plain Go")
+	require.Len(t, w[2:], len(want), "a row per cell and control of batch+1go")
+	for i, row := range w[2:] {
+		assert.Equal(t, []string{"batch+1go", "1", want[i]}, row[:3])
+		assert.NotEqual(t, "—", row[6], "the goroutine's hashing at %s", want[i])
+	}
+	ran := false
+	for _, rec := range res.Records {
+		if sum := rec.PromptSummary; rec.Kernel == "batch+1go" {
+			assert.Positive(t, sum.HashRate, "the ordinary goroutine hashed at %s%s", rec.Criterion, sum.Control)
+			ran = ran || (rec.Kind == kindPrompt && sum.BatchRate > 0)
+		} else {
+			assert.Zero(t, sum.BatchRate+sum.HashRate, "no batch at %s", rec.Kernel)
+		}
+	}
+	assert.True(t, ran, "fairly's batch computed fib in a cell of batch+1go")
 	assert.Equal(t, "p99 ÷ idle", tbs[0][0][9])
 	assert.Len(t, tbs[0][2:], 1+6+controls)
 	vs := tbs[1]
@@ -215,4 +239,34 @@ func TestPromptGoalTable(t *testing.T) {
 	require.Len(t, rows, 2)
 	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", "fib P=1 50-0-50 0.50; alloc P=1 100-0-0 1.20; alloc P=1 50-0-50 0.30"}, rows[0])
 	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90"}, rows[1])
+}
+
+// TestPromptBatchTable sets each batch load's rate against the batch
+// load's under the same criterion or control at the same P, fairly's
+// cells before the floor's and plain Go's.
+func TestPromptBatchTable(t *testing.T) {
+	res := &Results{}
+	add := func(kind, load, crit, control string, procs int, fibs, mib float64) {
+		res.Records = append(res.Records, &Record{Kind: kind, Kernel: load, Procs: procs, Criterion: crit,
+			PromptSummary: &PromptSummary{Load: load, Requests: 1000, P99: 0.5, Control: control, BatchRate: fibs, HashRate: mib}})
+	}
+	add(kindPrompt, "alloc", "100-0-0", "", 1, 0, 0)
+	assert.Nil(t, promptBatchTable(res), "no batch load ran")
+	add(kindPromptIdle, "idle", "", "", 1, 0, 0)
+	add(kindPrompt, "batch", "100-0-0", "", 1, 40, 0)
+	add(kindPrompt, "batch+2go", "100-0-0", "", 1, 10, 2000)
+	add(kindPrompt, "batch+2go", "100-0-0", "", 2, 10, 2000) // no batch at P = 2
+	add(kindPromptControl, "batch+2go", "", controlPlain, 1, 30, 1000)
+	add(kindPromptControl, "batch+2go", "", controlFloor, 1, 8, 3000)
+	add(kindPromptControl, "batch", "", controlFloor, 1, 80, 0)
+	g := promptBatchTable(res)
+	require.NotNil(t, g)
+	rows := tables("\n" + g.Table)[0][2:]
+	require.Len(t, rows, 6)
+	assert.Equal(t, []string{"batch", "1", "100-0-0", "0.50", "40.0", "1.00", "—"}, rows[0])
+	assert.Equal(t, []string{"batch", "1", "floor Go", "0.50", "80.0", "1.00", "—"}, rows[1])
+	assert.Equal(t, []string{"batch+2go", "1", "100-0-0", "0.50", "10.0", "0.25", "2000"}, rows[2])
+	assert.Equal(t, []string{"batch+2go", "1", "floor Go", "0.50", "8.0", "0.10", "3000"}, rows[3])
+	assert.Equal(t, []string{"batch+2go", "1", "plain Go", "0.50", "30.0", "—", "1000"}, rows[4], "no plain batch alone")
+	assert.Equal(t, []string{"batch+2go", "2", "100-0-0", "0.50", "10.0", "—", "2000"}, rows[5])
 }
