@@ -233,9 +233,7 @@ func TestPromptGoalTable(t *testing.T) {
 	add(kindPromptControl, "fib", "", controlFloor, 0.3, 0)
 	add(kindPromptControl, "alloc", "", controlFloor, 0.9, 0)
 	add(kindPromptControl, "alloc", "", controlPlain, 30, 0)
-	g := promptGoalTable(res)
-	require.NotNil(t, g)
-	rows := tables("\n" + g.Table)[0][2:]
+	rows := sectionRows(t, promptGoalTable(res))
 	require.Len(t, rows, 2)
 	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", "fib P=1 50-0-50 0.50; alloc P=1 100-0-0 1.20; alloc P=1 50-0-50 0.30"}, rows[0])
 	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90"}, rows[1])
@@ -259,9 +257,7 @@ func TestPromptBatchTable(t *testing.T) {
 	add(kindPromptControl, "batch+2go", "", controlPlain, 1, 30, 1000)
 	add(kindPromptControl, "batch+2go", "", controlFloor, 1, 8, 3000)
 	add(kindPromptControl, "batch", "", controlFloor, 1, 80, 0)
-	g := promptBatchTable(res)
-	require.NotNil(t, g)
-	rows := tables("\n" + g.Table)[0][2:]
+	rows := sectionRows(t, promptBatchTable(res))
 	require.Len(t, rows, 6)
 	assert.Equal(t, []string{"batch", "1", "100-0-0", "0.50", "40.0", "1.00", "—"}, rows[0])
 	assert.Equal(t, []string{"batch", "1", "floor Go", "0.50", "80.0", "1.00", "—"}, rows[1])
@@ -269,4 +265,11 @@ func TestPromptBatchTable(t *testing.T) {
 	assert.Equal(t, []string{"batch+2go", "1", "floor Go", "0.50", "8.0", "0.10", "3000"}, rows[3])
 	assert.Equal(t, []string{"batch+2go", "1", "plain Go", "0.50", "30.0", "—", "1000"}, rows[4], "no plain batch alone")
 	assert.Equal(t, []string{"batch+2go", "2", "100-0-0", "0.50", "10.0", "—", "2000"}, rows[5])
+}
+
+// sectionRows is the body of a section's table: its rows below the head.
+func sectionRows(t *testing.T, s *Section) [][]string {
+	t.Helper()
+	require.NotNil(t, s)
+	return tables("\n" + s.Table)[0][2:]
 }
