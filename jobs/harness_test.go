@@ -33,6 +33,20 @@ func (m *manual) take() []*entry {
 	return out
 }
 
+// launchedOne waits until the scheduler has handed one job to m, and
+// returns it. A job started by a RunSync on another goroutine counts as
+// running (Snapshot) before the scheduler hands it to the launcher.
+func (m *manual) launchedOne(t *testing.T) *entry {
+	t.Helper()
+	var got []*entry
+	require.Eventually(t, func() bool {
+		got = append(got, m.take()...)
+		return len(got) > 0
+	}, 10*time.Second, time.Millisecond)
+	require.Len(t, got, 1)
+	return got[0]
+}
+
 // fakeSched is a Scheduler on a fake clock whose jobs the test ends.
 type fakeSched struct {
 	*Scheduler

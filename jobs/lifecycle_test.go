@@ -26,14 +26,12 @@ func TestDedupJoinsTheRunningJob(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- fs.RunSync(ctx, Job{Type: "j", ID: "y", Run: noop}) }()
-	require.Eventually(t, func() bool { return fs.Snapshot().Running == 1 }, 10*time.Second, time.Millisecond)
-	started := fs.m.take()
-	require.Len(t, started, 1)
+	started := fs.m.launchedOne(t)
 	require.NoError(t, fs.Submit(Job{Type: "j", ID: "y", Run: noop}))
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
-	assert.NoError(t, started[0].ctx.Err(), "the Submit still wants the job: it is not cancelled")
-	fs.finish(started[0], nil)
+	assert.NoError(t, started.ctx.Err(), "the Submit still wants the job: it is not cancelled")
+	fs.finish(started, nil)
 	assert.Empty(t, fs.m.take())
 	require.NoError(t, fs.Close())
 }
@@ -48,8 +46,7 @@ func TestRetryWithBackoffKeepsSubmissionTime(t *testing.T) {
 	job := Job{Type: "j", ID: "x", Run: noop, Retry: Retry{Max: 2, Backoff: 10 * time.Second}}
 	done := make(chan error)
 	go func() { done <- fs.RunSync(context.Background(), job) }()
-	require.Eventually(t, func() bool { return fs.Snapshot().Running == 1 }, 10*time.Second, time.Millisecond)
-	run := fs.m.take()[0]
+	run := fs.m.launchedOne(t)
 	fs.advance(time.Second)
 	fs.finish(run, boom)
 	p := fs.Snapshot().Pending

@@ -119,14 +119,7 @@ func TestUpstreamSharedRunSyncCancellation(t *testing.T) {
 	go func() { errs <- fs.RunSync(ctxA, Job{Type: "work", ID: "shared", Key: "a", Run: noop}) }()
 	require.Eventually(t, func() bool { return fs.Snapshot().Running == 1 }, 10*time.Second, time.Millisecond)
 	go func() { errs <- fs.RunSync(ctxB, Job{Type: "work", ID: "shared", Key: "b", Run: noop}) }()
-	// Running counts the job before the scheduler hands it to the machine.
-	var job *entry
-	require.Eventually(t, func() bool {
-		if started := fs.m.take(); len(started) > 0 {
-			job = started[0]
-		}
-		return job != nil
-	}, 10*time.Second, time.Millisecond)
+	job := fs.m.launchedOne(t)
 	require.Eventually(t, func() bool {
 		fs.mu.Lock()
 		defer fs.mu.Unlock()
