@@ -480,37 +480,37 @@ func promptBatchTable(res *Results) *Section {
 		procs int
 		crit  string
 	}
-	label := func(rec *Record) string {
-		if rec.Kind == kindPromptControl {
-			return rec.PromptSummary.Control + " Go"
-		}
-		return rec.Criterion
-	}
 	alone := map[at]float64{}
 	for k, recs := range rows {
 		if k.load == "batch" {
 			for _, rec := range recs {
-				alone[at{k.procs, label(rec)}] = rec.PromptSummary.BatchRate
+				alone[at{k.procs, promptCriterion(rec)}] = rec.PromptSummary.BatchRate
 			}
 		}
 	}
+	// Fairly's cells, then the floor, then plain Go.
+	rank := func(r *Record) int {
+		switch r.PromptSummary.Control {
+		case controlFloor:
+			return 1
+		case controlPlain:
+			return 2
+		}
+		return 0
+	}
 	t := table{head: []string{"load", "P", "criterion", "echo p99 (ms)", "batch fib(n)/s", "÷ batch alone", "hashing MiB/s"}}
 	for _, k := range keys {
-		// Fairly's cells, then the floor, then plain Go.
-		rank := func(r *Record) int {
-			return map[string]int{"": 0, controlFloor: 1, controlPlain: 2}[r.PromptSummary.Control]
-		}
 		slices.SortStableFunc(rows[k], func(a, b *Record) int { return cmp.Compare(rank(a), rank(b)) })
 		for _, rec := range rows[k] {
 			sum := rec.PromptSummary
-			crit, share, hash := label(rec), "—", "—"
+			crit, share, hash := promptCriterion(rec), "—", "—"
 			if a := alone[at{rec.Procs, crit}]; a > 0 {
 				share = fmt.Sprintf("%.2f", sum.BatchRate/a)
 			}
 			if promptGoroutines(rec.Kernel) > 0 {
 				hash = fmt.Sprintf("%.0f", sum.HashRate)
 			}
-			t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, ms(time.Duration(sum.P99*float64(time.Millisecond))), fmt.Sprintf("%.1f", sum.BatchRate), share, hash)
+			t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, msOf(sum.P99), fmt.Sprintf("%.1f", sum.BatchRate), share, hash)
 		}
 	}
 	return &Section{
@@ -525,11 +525,23 @@ func promptBatchTable(res *Results) *Section {
 	}
 }
 
+// promptCriterion is a prompt record's criterion column: the criterion of
+// a fairly cell, the control ("plain Go", "floor Go") of a control's, a
+// dash for the idle echo.
+func promptCriterion(rec *Record) string {
+	switch rec.Kind {
+	case kindPromptIdle:
+		return "—"
+	case kindPromptControl:
+		return rec.PromptSummary.Control + " Go"
+	}
+	return rec.Criterion
+}
+
 // promptTable is the experiment's table: one row per cell.
 func promptTable(res *Results) Section {
 	t := table{head: []string{"load", "P", "criterion", "requests", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "idle p99 (ms)", "p99 ÷ idle",
 		"p99 delivery / fairly / reply (ms)", "GC cycles", "longest GC pause (ms)", "GOMAXPROCS changes", "requests before / measured / after"}}
-	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
 	for _, rec := range res.Records {
 		sum := rec.PromptSummary
 		if sum == nil || (rec.Kind != kindPrompt && rec.Kind != kindPromptIdle && rec.Kind != kindPromptControl) {
@@ -540,19 +552,12 @@ func promptTable(res *Results) Section {
 			ratio = fmt.Sprintf("%.2f×", sum.Ratio)
 		}
 		if sum.IdleP99 > 0 {
-			idle = f(sum.IdleP99)
-		}
-		crit := rec.Criterion
-		switch rec.Kind {
-		case kindPromptIdle:
-			crit = "—"
-		case kindPromptControl:
-			crit = sum.Control + " Go"
+			idle = msOf(sum.IdleP99)
 		}
 		ph := rec.PhaseRequests
-		t.add(rec.Kernel, fmt.Sprint(rec.Procs), crit, fmt.Sprint(sum.Requests), f(sum.P50), f(sum.P99), f(sum.P999), f(sum.Max), idle, ratio,
-			fmt.Sprintf("%s / %s / %s", f(sum.DeliveryP99), f(sum.FairlyP99), f(sum.ReplyP99)),
-			fmt.Sprint(sum.GCCycles), f(sum.GCMaxPause), fmt.Sprint(sum.GOMAXPROCSChanges),
+		t.add(rec.Kernel, fmt.Sprint(rec.Procs), promptCriterion(rec), fmt.Sprint(sum.Requests), msOf(sum.P50), msOf(sum.P99), msOf(sum.P999), msOf(sum.Max), idle, ratio,
+			fmt.Sprintf("%s / %s / %s", msOf(sum.DeliveryP99), msOf(sum.FairlyP99), msOf(sum.ReplyP99)),
+			fmt.Sprint(sum.GCCycles), msOf(sum.GCMaxPause), fmt.Sprint(sum.GOMAXPROCSChanges),
 			fmt.Sprintf("%d / %d / %d", ph[phaseBefore], ph[phaseMeasured], ph[phaseAfter]+ph[phaseBetween]))
 	}
 	return Section{

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/fairlyprompt/fairly/bench/interactive"
 	"github.com/fairlyprompt/fairly/bench/kernels"
@@ -259,7 +258,6 @@ func promptVersusTable(res *Results) *Section {
 		t.head = append(t.head, c+" p99 (ms)")
 	}
 	t.head = append(t.head, "cells passed")
-	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
 	var cells, passed, worse int
 	for _, r := range rows {
 		plain, floor := promptControlOf(res, r.load, r.procs, controlPlain), promptControlOf(res, r.load, r.procs, controlFloor)
@@ -267,13 +265,13 @@ func promptVersusTable(res *Results) *Section {
 			if s == nil || s.Requests == 0 {
 				return "—"
 			}
-			return fmt.Sprintf("%s (%d)", f(s.P99), s.Requests)
+			return fmt.Sprintf("%s (%d)", msOf(s.P99), s.Requests)
 		}
 		bound := promptGoalMs
 		if floor != nil && floor.Requests > 0 {
 			bound = max(bound, floor.P99)
 		}
-		line := []string{r.load, fmt.Sprint(r.procs), ctl(plain), ctl(floor), f(bound)}
+		line := []string{r.load, fmt.Sprint(r.procs), ctl(plain), ctl(floor), msOf(bound)}
 		rowCells, rowPassed := 0, 0
 		for _, c := range crits {
 			rec := res.find(Record{Kind: kindPrompt, Kernel: r.load, Procs: r.procs, Criterion: c})
@@ -293,7 +291,7 @@ func promptVersusTable(res *Results) *Section {
 			if slices.Contains(why, "plain") {
 				worse++
 			}
-			line = append(line, f(p99)+" "+mark)
+			line = append(line, msOf(p99)+" "+mark)
 		}
 		cells += rowCells
 		passed += rowPassed
@@ -333,7 +331,6 @@ func promptGoalTable(res *Results) *Section {
 		misses                         []string
 	}
 	var fairly, floor tally
-	f := func(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
 	count := func(t *tally, rec *Record) {
 		sum := rec.PromptSummary
 		fast := sum.P99 <= promptGoalMs
@@ -351,7 +348,7 @@ func promptGoalTable(res *Results) *Section {
 		if rec.Kind == kindPrompt {
 			cell += " " + rec.Criterion
 		}
-		t.misses = append(t.misses, cell+" "+f(sum.P99))
+		t.misses = append(t.misses, cell+" "+msOf(sum.P99))
 	}
 	for _, rec := range res.Records {
 		switch sum := rec.PromptSummary; {

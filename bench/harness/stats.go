@@ -96,6 +96,10 @@ func ms(d time.Duration) string {
 	}
 }
 
+// msOf is ms for a figure already in milliseconds, as the prompt
+// experiment's summaries hold them.
+func msOf(x float64) string { return ms(time.Duration(x * float64(time.Millisecond))) }
+
 // Collector is what Go's collector did over a measurement.
 type Collector struct {
 	Cycles       uint32        `json:"cycles"`
