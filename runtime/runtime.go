@@ -125,8 +125,8 @@ type Config struct {
 	// processor time, and any process may set them on its own threads. The
 	// last Close gives the threads the default slice back. Without it, the
 	// runtime takes the short slices only while goroutines outside its
-	// workers compute (see KeepGOMAXPROCS), or its own detached library
-	// calls compute while the collector runs, unless KeepOSPriority is set.
+	// workers compute (see KeepGOMAXPROCS) or Go's collector runs, unless
+	// KeepOSPriority is set.
 	ShortTimeSlices bool
 	// KeepOSPriority stops the runtime from demoting, on Linux, the OS
 	// thread of a thread that computes detached from its worker (a long
@@ -144,8 +144,9 @@ type Config struct {
 	//
 	// It also turns off three more of the runtime's changes to the OS's
 	// defaults. Short time slices for the process's threads while
-	// goroutines outside its workers compute (without them the network
-	// poller's thread waits for their slices to end; see ShortTimeSlices).
+	// goroutines outside its workers compute or Go's collector runs
+	// (without them the network poller's thread waits for their slices, or
+	// the collector's mark workers, to end; see ShortTimeSlices).
 	// Kicks: meanwhile, while those goroutines and the busy workers
 	// outnumber the processors, a kicker thread on each processor wakes
 	// every 200 µs, so that Linux looks at the core and a woken thread

@@ -65,10 +65,10 @@ import (
 // also takes a share of the kicks (kick_linux.go, P6): a woken thread
 // that loses its core's pick to a thread that waited longer is picked at
 // the next look Linux takes at that core, and a kicker on each core makes
-// that look come within policy.KickEvery instead of at a scheduler tick. Short slices cost
-// cooperative code (every wake-up preempts a worker), and beside lowered
-// workers they delay wake-ups instead of hastening them, which is why they
-// are not on all the time.
+// that look come within policy.KickEvery instead of at a scheduler tick.
+// Short slices cost cooperative code (every wake-up preempts a worker),
+// and beside lowered workers they delay wake-ups instead of hastening
+// them, which is why they are not on all the time.
 //
 // Changing GOMAXPROCS stops the world, so changes are rare: a raise is made
 // as soon as the need is seen (a spare P is taken now), a lowering only
