@@ -306,15 +306,7 @@ func TestShortSlicesWhileOthersCompute(t *testing.T) {
 // while the collector runs (P4): it looks every 100 ms, since reading the
 // process's threads allocates, and looking every millisecond would keep
 // the collector, and the slices, going.
-func seldom(cond func() bool) bool {
-	for end := time.Now().Add(patience); time.Now().Before(end); {
-		time.Sleep(100 * time.Millisecond)
-		if cond() {
-			return true
-		}
-	}
-	return false
-}
+func seldom(cond func() bool) bool { return eventuallyEvery(100*time.Millisecond, cond) }
 
 // TestShortSlicesWhileCollecting: the runtime takes short slices while
 // Go's collector runs, with no other goroutine computing, and gives them

@@ -431,8 +431,11 @@ func TestDetachedThreadGetsAP(t *testing.T) {
 }
 
 // eventually polls cond until it holds or patience runs out.
-func eventually(cond func() bool) bool {
-	for end := time.Now().Add(patience); time.Now().Before(end); time.Sleep(time.Millisecond) {
+func eventually(cond func() bool) bool { return eventuallyEvery(time.Millisecond, cond) }
+
+// eventuallyEvery is eventually looking every period.
+func eventuallyEvery(period time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(patience); time.Now().Before(end); time.Sleep(period) {
 		if cond() {
 			return true
 		}
