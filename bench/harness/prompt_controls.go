@@ -369,8 +369,9 @@ const promptFairlyPartMs = 0.2
 // floors are plain Go tuned by hand beside the same loads (floor-alloc also
 // allocating as fast as fairly did): where they miss the goal, the machine
 // and Go set the limit there, not the scheduler. The last column names
-// fairly's misses beyond that limit: at a load and P where every floor
-// that ran met the goal. It is nil when no floor ran.
+// fairly's misses beyond that limit: at a load and P where a floor met the
+// goal (any: the floors of one load are noisy, and the stricter count is
+// the one to trust). It is nil when no floor ran.
 func promptGoalTable(res *Results) *Section {
 	idle := map[int]float64{}
 	for _, rec := range res.Records {
@@ -384,9 +385,9 @@ func promptGoalTable(res *Results) *Section {
 	}
 	floors := map[string]*tally{controlFloor: {}, controlFloorAlloc: {}}
 	var fairly tally
-	// floorsMet says, for a load and P, whether every floor that ran there
-	// met the whole goal.
-	floorsMet := map[loadAt]bool{}
+	// floorMet says, for a load and P, whether a floor met the whole goal
+	// there.
+	floorMet := map[loadAt]bool{}
 	count := func(t *tally, rec *Record) bool {
 		sum := rec.PromptSummary
 		fast := sum.P99 <= promptGoalMs
@@ -412,22 +413,20 @@ func promptGoalTable(res *Results) *Section {
 		if rec.Kind != kindPromptControl || !measured(rec) {
 			continue
 		}
-		if t := floors[rec.PromptSummary.Control]; t != nil {
-			at := loadAt{rec.Kernel, rec.Procs}
-			met, seen := floorsMet[at]
-			floorsMet[at] = count(t, rec) && (met || !seen)
+		if t := floors[rec.PromptSummary.Control]; t != nil && count(t, rec) {
+			floorMet[loadAt{rec.Kernel, rec.Procs}] = true
 		}
 	}
 	if floors[controlFloor].cells+floors[controlFloorAlloc].cells == 0 {
 		return nil
 	}
 	for _, rec := range res.Records {
-		if rec.Kind == kindPrompt && measured(rec) && !count(&fairly, rec) && floorsMet[loadAt{rec.Kernel, rec.Procs}] {
+		if rec.Kind == kindPrompt && measured(rec) && !count(&fairly, rec) && floorMet[loadAt{rec.Kernel, rec.Procs}] {
 			fairly.beyond = append(fairly.beyond, fairly.misses[len(fairly.misses)-1])
 		}
 	}
 	t := table{head: []string{"echo", "cells", "p99 ≤ 1 ms", "p99 ≤ 2× idle", "fairly's part ≤ 0.2 ms", "whole goal", "cells that miss it (p99, ms)",
-		"misses where every floor met it"}}
+		"misses where a floor met it"}}
 	row := func(name string, x tally, part, beyond string) {
 		t.add(name, fmt.Sprint(x.cells), fmt.Sprint(x.fast), fmt.Sprint(x.near), part, fmt.Sprint(x.whole), strings.Join(x.misses, "; "), beyond)
 	}
@@ -446,7 +445,7 @@ func promptGoalTable(res *Results) *Section {
 		Text: "How many cells meet each part of the goal in this run: p99 ≤ 1 ms, p99 ≤ 2× the idle echo's p99 at the same P, fairly's part ≤ 0.2 ms, and all at once (whole goal). " +
 			"The floors' cells (plain Go tuned by hand, one per load and P; floor-alloc, for a kernel, allocating as fast as its fastest fairly cell did, so that Go collects as often) show what Go on this machine reaches beside the same loads: " +
 			"a cell of a floor that misses the goal is a limit of the machine and of Go, not of a scheduler. " +
-			"The last column names fairly's misses beyond that limit: at a load and P where every floor that ran met the goal.",
+			"The last column names fairly's misses beyond that limit: at a load and P where a floor met the goal.",
 		Table: t.String(),
 	}
 }

@@ -260,13 +260,15 @@ func TestPromptGoalTable(t *testing.T) {
 	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", misses, "1: fib P=1 50-0-50 0.50"}, rows[0], "fib's floor met the goal, alloc's did not")
 	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90", "—"}, rows[1])
 
-	// A floor that allocates as fib's cells did, and misses: fib's miss is
-	// no longer beyond every floor.
+	// A floor that allocates as alloc's cells did and meets the goal: alloc's
+	// misses are beyond a floor too. One that misses changes nothing: a
+	// floor that met the goal shows that Go reached it.
 	add(kindPromptControl, "fib", "", controlFloorAlloc, 0.45, 0)
+	add(kindPromptControl, "alloc", "", controlFloorAlloc, 0.3, 0)
 	rows = sectionRows(t, promptGoalTable(res))
 	require.Len(t, rows, 3)
-	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", misses, "0"}, rows[0])
-	assert.Equal(t, []string{"floor-alloc Go", "1", "1", "0", "—", "0", "fib P=1 0.45", "—"}, rows[2])
+	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", misses, "3: " + misses}, rows[0])
+	assert.Equal(t, []string{"floor-alloc Go", "2", "2", "1", "—", "1", "fib P=1 0.45", "—"}, rows[2])
 }
 
 // TestPromptBatchTable sets each batch load's rate against the batch
