@@ -107,8 +107,12 @@ type PromptSummary struct {
 	// collector's in the measured span: changes of GOMAXPROCS, the only
 	// other cause in a run of the harness (Collector.OtherPauses).
 	GOMAXPROCSChanges uint64 `json:"gomaxprocs_changes"`
-	// Control names a control's record (kind prompt_control): "plain" or
-	// "floor" (prompt_controls.go); empty in a fairly cell's.
+	// AllocRate is the MiB the process allocated a second over the
+	// measured span (Collector.AllocPerSecond): what drives the collector.
+	AllocRate float64 `json:"alloc_mib_per_s"`
+	// Control names a control's record (kind prompt_control): "plain",
+	// "floor" or "floor-alloc" (prompt_controls.go); empty in a fairly
+	// cell's.
 	Control string `json:"control,omitempty"`
 	// BatchRate is fib(n) computed per second by the batch of batch,
 	// batch+1go and batch+2go over the measured span (by all its
@@ -182,8 +186,15 @@ func (s *suite) promptSteps() []step {
 	var steps []step
 	add := func(name string, run func() (*Record, error)) { steps = append(steps, step{name: name, run: run}) }
 	floor := func(load string, k *kernels.Kernel, p int) {
-		if canIdleThreads && !s.cfg.PromptNoControls {
-			add(fmt.Sprintf("prompt %s %s P=%d", load, controlFloor, p), func() (*Record, error) { return s.promptControl(load, k, p, controlFloor) })
+		if !canIdleThreads || s.cfg.PromptNoControls {
+			return
+		}
+		controls := []string{controlFloor}
+		if k != nil {
+			controls = append(controls, controlFloorAlloc) // after the cells whose allocation it matches
+		}
+		for _, ctl := range controls {
+			add(fmt.Sprintf("prompt %s %s P=%d", load, ctl, p), func() (*Record, error) { return s.promptControl(load, k, p, ctl) })
 		}
 	}
 	for _, p := range s.cfg.Procs {
@@ -400,6 +411,11 @@ func (s *suite) promptCell(rec *Record, procs int, c Criterion, load cellLoad) e
 	gc := startCollector()
 	err = load(rt, p.lo, echo.srv, echo.srv.Echoed())
 	rec.Collector = gc.stop()
+	if s.prompt.allocRate == nil {
+		s.prompt.allocRate = make(map[loadAt]float64)
+	}
+	at := loadAt{rec.Kernel, procs}
+	s.prompt.allocRate[at] = max(s.prompt.allocRate[at], rec.Collector.AllocPerSecond)
 	err = closeAll(err, snk.Close(), closeEcho(nil, echo, rec), rt.Close())
 	s.promptSummary(rec)
 	return closeAll(err, tr.stop(rec))
@@ -420,6 +436,7 @@ func (s *suite) promptSummary(rec *Record) {
 	}
 	if gc := rec.Collector; gc != nil {
 		sum.GCCycles, sum.GCMaxPause, sum.GOMAXPROCSChanges = gc.Cycles, inMs(gc.LongestPause), gc.OtherPauses
+		sum.AllocRate = gc.AllocPerSecond / (1 << 20)
 	}
 	rec.PromptSummary = sum
 }
@@ -430,6 +447,16 @@ type promptState struct {
 	kernel  string
 	size    int
 	idleP99 map[int]float64 // by procs
+	// allocRate is the most bytes a second that a fairly cell of a load
+	// at a P allocated (Collector.AllocPerSecond): what the floor-alloc
+	// control of that load and P allocates at least.
+	allocRate map[loadAt]float64
+}
+
+// loadAt names a load at a processor count.
+type loadAt struct {
+	load  string
+	procs int
 }
 
 // promptSections are the experiment's tables: every cell, and, when the
@@ -454,15 +481,11 @@ func promptSections(res *Results) []Section {
 // a control that answers sooner may do so by starving its batch. It is nil
 // when no batch load ran.
 func promptBatchTable(res *Results) *Section {
-	type key struct {
-		load  string
-		procs int
-	}
-	var keys []key
-	rows := map[key][]*Record{}
+	var keys []loadAt
+	rows := map[loadAt][]*Record{}
 	for _, rec := range res.Records {
 		if sum := rec.PromptSummary; sum != nil && strings.HasPrefix(rec.Kernel, "batch") && rec.Kind != kindPromptIdle {
-			k := key{rec.Kernel, rec.Procs}
+			k := loadAt{rec.Kernel, rec.Procs}
 			if rows[k] == nil {
 				keys = append(keys, k)
 			}
@@ -541,7 +564,7 @@ func promptCriterion(rec *Record) string {
 // promptTable is the experiment's table: one row per cell.
 func promptTable(res *Results) Section {
 	t := table{head: []string{"load", "P", "criterion", "requests", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "idle p99 (ms)", "p99 ÷ idle",
-		"p99 delivery / fairly / reply (ms)", "GC cycles", "longest GC pause (ms)", "GOMAXPROCS changes", "requests before / measured / after"}}
+		"p99 delivery / fairly / reply (ms)", "GC cycles", "longest GC pause (ms)", "GOMAXPROCS changes", "requests before / measured / after", "allocated (MiB/s)"}}
 	for _, rec := range res.Records {
 		sum := rec.PromptSummary
 		if sum == nil || (rec.Kind != kindPrompt && rec.Kind != kindPromptIdle && rec.Kind != kindPromptControl) {
@@ -558,7 +581,7 @@ func promptTable(res *Results) Section {
 		t.add(rec.Kernel, fmt.Sprint(rec.Procs), promptCriterion(rec), fmt.Sprint(sum.Requests), msOf(sum.P50), msOf(sum.P99), msOf(sum.P999), msOf(sum.Max), idle, ratio,
 			fmt.Sprintf("%s / %s / %s", msOf(sum.DeliveryP99), msOf(sum.FairlyP99), msOf(sum.ReplyP99)),
 			fmt.Sprint(sum.GCCycles), msOf(sum.GCMaxPause), fmt.Sprint(sum.GOMAXPROCSChanges),
-			fmt.Sprintf("%d / %d / %d", ph[phaseBefore], ph[phaseMeasured], ph[phaseAfter]+ph[phaseBetween]))
+			fmt.Sprintf("%d / %d / %d", ph[phaseBefore], ph[phaseMeasured], ph[phaseAfter]+ph[phaseBetween]), fmt.Sprintf("%.0f", sum.AllocRate))
 	}
 	return Section{
 		Title: "Prompt: the echo beside every load",
@@ -568,8 +591,9 @@ func promptTable(res *Results) Section {
 			"A time sink runs at medium priority where the criterion gives medium a share. Idle is the echo alone; p99 ÷ idle divides by the idle p99 at the same P in this run. "+
 			"Only requests sent while the load ran count (the last column: requests sent before the load started, while it ran, and after; no check of a result runs meanwhile). "+
 			"The parts are each part's p99: delivery (the driver's write to the server's read), fairly (the read to the echo's thread running again), reply (the write to the driver's read). "+
-			"GC and GOMAXPROCS columns are read from runtime/metrics over the measured span; GOMAXPROCS changes are the stop-the-world pauses other than the collector's. "+
-			"Rows of criterion plain Go and floor Go are the controls, without fairly (next table). "+
+			"GC, GOMAXPROCS and allocation columns are read from runtime/metrics over the measured span; GOMAXPROCS changes are the stop-the-world pauses other than the collector's; "+
+			"allocated is what the whole process allocated a second, which sets how often Go collects. "+
+			"Rows of criterion plain Go, floor Go and floor-alloc Go are the controls, without fairly (next tables). "+
 			"Goals: p99 ≤ 1 ms and ≤ 2× idle, fairly's part ≤ 0.2 ms.", res.PromptRate, promptConns, promptAllocMiB, batchFib(res)),
 		Table: t.String(),
 		Chart: "prompt.png",

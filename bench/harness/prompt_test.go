@@ -29,7 +29,7 @@ func TestPrompt(t *testing.T) {
 
 	controls := 3 // plain for each load
 	if canIdleThreads {
-		controls *= 2 // and floor
+		controls += 3 + 1 // floor for each load, floor-alloc for the kernel
 	}
 	require.Len(t, res.Records, 1+3*2+controls, "the idle echo, each load under each criterion, and the controls")
 	idle := res.Records[0]
@@ -52,7 +52,7 @@ func TestPrompt(t *testing.T) {
 		assert.Equal(t, kindPromptControl, rec.Kind, what)
 		require.NotNil(t, rec.PromptSummary, what)
 		sum := rec.PromptSummary
-		assert.Contains(t, []string{controlPlain, controlFloor}, sum.Control, what)
+		assert.Contains(t, []string{controlPlain, controlFloor, controlFloorAlloc}, sum.Control, what)
 		assert.Equal(t, rec.Kernel, sum.Load, what)
 		assert.Empty(t, rec.Criterion, what)
 		assert.GreaterOrEqual(t, sum.Requests, cfg.PromptRequests, what)
@@ -63,6 +63,24 @@ func TestPrompt(t *testing.T) {
 		assert.Same(t, sum, promptControlOf(res, rec.Kernel, 1, sum.Control), what)
 	}
 	assert.Equal(t, 16, res.find(Record{Kind: kindPromptControl, Kernel: "fib"}).Size, "at PromptSizes")
+	if canIdleThreads {
+		// The kernel's fairly cells fork with Spawn, whose closures are
+		// allocated; floor-alloc allocates at least as fast as the faster.
+		fast := 0.0
+		for _, rec := range res.Records {
+			if rec.Kind == kindPrompt && rec.Kernel == "fib" {
+				assert.Positive(t, rec.PromptSummary.AllocRate, "fib %s allocates", rec.Criterion)
+				fast = max(fast, rec.PromptSummary.AllocRate)
+			}
+		}
+		fa := promptControlOf(res, "fib", 1, controlFloorAlloc)
+		require.NotNil(t, fa, "floor-alloc ran beside the kernel")
+		assert.Nil(t, promptControlOf(res, "alloc", 1, controlFloorAlloc), "not beside a load of PromptLoads")
+		// Not a timing goal: the top-up runs on an idle-class thread, so
+		// only what it owes bounds it, from above.
+		assert.Positive(t, fa.AllocRate, "floor-alloc allocated")
+		assert.Greater(t, fast, 0.0)
+	}
 	for _, rec := range cells {
 		what := rec.Kernel + " " + rec.Criterion
 		assert.Equal(t, kindPrompt, rec.Kind, what)
@@ -97,7 +115,7 @@ func TestPrompt(t *testing.T) {
 			n++
 			for _, f := range []string{"kernel", "load", "procs", "criterion", "requests", "p50_ms", "p99_ms", "p999_ms", "max_ms", "idle_p99_ms", "ratio",
 				"delivery_p99_ms", "fairly_p99_ms", "reply_p99_ms", "gc_cycles", "gc_max_pause_ms", "gomaxprocs_changes", "phase_requests",
-				"batch_fib_per_s", "hash_mib_per_s"} {
+				"batch_fib_per_s", "hash_mib_per_s", "alloc_mib_per_s"} {
 				assert.Contains(t, r, f)
 			}
 			assert.NotContains(t, r, "control")
@@ -115,9 +133,11 @@ func TestPrompt(t *testing.T) {
 	if canIdleThreads {
 		require.Len(t, tbs, 4, "the cells, the cells beside the controls, the goal, and the batch's work")
 		g := tbs[2]
-		require.Len(t, g[2:], 2, "fairly and the floor")
+		require.Len(t, g[2:], 3, "fairly and the two floors")
 		assert.Equal(t, []string{"fairly", "6"}, g[2][:2])
 		assert.Equal(t, []string{"floor Go", "3"}, g[3][:2])
+		assert.Equal(t, []string{"floor-alloc Go", "1"}, g[4][:2])
+		assert.Regexp(t, `^\d+(: |$)`, g[2][7], "fairly's misses beyond the floors")
 	} else {
 		require.Len(t, tbs, 3, "the cells, the cells beside the controls, and the batch's work")
 	}
@@ -145,6 +165,7 @@ func TestPrompt(t *testing.T) {
 	}
 	assert.True(t, ran, "fairly's batch computed fib in a cell of batch+1go")
 	assert.Equal(t, "p99 ÷ idle", tbs[0][0][9])
+	assert.Equal(t, "allocated (MiB/s)", tbs[0][0][15])
 	assert.Len(t, tbs[0][2:], 1+6+controls)
 	vs := tbs[1]
 	assert.Equal(t, []string{"load", "P", "plain p99 (ms)", "floor p99 (ms)", "bound (ms)", "100-0-0 p99 (ms)", "50-25-25 p99 (ms)", "cells passed"}, vs[0])
@@ -234,9 +255,20 @@ func TestPromptGoalTable(t *testing.T) {
 	add(kindPromptControl, "alloc", "", controlFloor, 0.9, 0)
 	add(kindPromptControl, "alloc", "", controlPlain, 30, 0)
 	rows := sectionRows(t, promptGoalTable(res))
-	require.Len(t, rows, 2)
-	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", "fib P=1 50-0-50 0.50; alloc P=1 100-0-0 1.20; alloc P=1 50-0-50 0.30"}, rows[0])
-	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90"}, rows[1])
+	require.Len(t, rows, 2, "fairly and the one floor that ran")
+	misses := "fib P=1 50-0-50 0.50; alloc P=1 100-0-0 1.20; alloc P=1 50-0-50 0.30"
+	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", misses, "1: fib P=1 50-0-50 0.50"}, rows[0], "fib's floor met the goal, alloc's did not")
+	assert.Equal(t, []string{"floor Go", "2", "2", "1", "—", "1", "alloc P=1 0.90", "—"}, rows[1])
+
+	// A floor that allocates as alloc's cells did and meets the goal: alloc's
+	// misses are beyond a floor too. One that misses changes nothing: a
+	// floor that met the goal shows that Go reached it.
+	add(kindPromptControl, "fib", "", controlFloorAlloc, 0.45, 0)
+	add(kindPromptControl, "alloc", "", controlFloorAlloc, 0.3, 0)
+	rows = sectionRows(t, promptGoalTable(res))
+	require.Len(t, rows, 3)
+	assert.Equal(t, []string{"fairly", "4", "3", "2", "3", "1", misses, "3: " + misses}, rows[0])
+	assert.Equal(t, []string{"floor-alloc Go", "2", "2", "1", "—", "1", "fib P=1 0.45", "—"}, rows[2])
 }
 
 // TestPromptBatchTable sets each batch load's rate against the batch

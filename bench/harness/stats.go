@@ -109,6 +109,11 @@ type Collector struct {
 	// collector: in a run of the harness, GOMAXPROCS changes (the harness
 	// reads runtime/metrics, which stops nothing, and not MemStats).
 	OtherPauses uint64 `json:"other_pauses"`
+	// AllocBytes are the bytes the process allocated on the heap, and
+	// AllocPerSecond the same a second of the span: the rate at which the
+	// load, the echo and the harness together drive the collector.
+	AllocBytes     uint64  `json:"alloc_bytes"`
+	AllocPerSecond float64 `json:"alloc_bytes_per_second"`
 }
 
 // The runtime/metrics samples a collectorSpan reads. Reading them stops
@@ -118,6 +123,7 @@ const (
 	metricCycles      = "/gc/cycles/total:gc-cycles"
 	metricGCPauses    = "/sched/pauses/total/gc:seconds"
 	metricOtherPauses = "/sched/pauses/total/other:seconds"
+	metricAllocs      = "/gc/heap/allocs:bytes"
 )
 
 // collectorSpan measures the collector between startCollector and stop.
@@ -127,7 +133,7 @@ type collectorSpan struct {
 }
 
 func readCollector() []metrics.Sample {
-	s := []metrics.Sample{{Name: metricCycles}, {Name: metricGCPauses}, {Name: metricOtherPauses}}
+	s := []metrics.Sample{{Name: metricCycles}, {Name: metricGCPauses}, {Name: metricOtherPauses}, {Name: metricAllocs}}
 	metrics.Read(s)
 	return s
 }
@@ -143,8 +149,12 @@ func (c collectorSpan) stop() *Collector {
 	if c.samples[0].Value.Kind() == metrics.KindUint64 {
 		out.Cycles = uint32(end[0].Value.Uint64() - c.samples[0].Value.Uint64())
 	}
+	if c.samples[3].Value.Kind() == metrics.KindUint64 {
+		out.AllocBytes = end[3].Value.Uint64() - c.samples[3].Value.Uint64()
+	}
 	if d > 0 {
 		out.PerSecond = float64(out.Cycles) / d.Seconds()
+		out.AllocPerSecond = float64(out.AllocBytes) / d.Seconds()
 	}
 	if before, after, ok := histograms(c.samples[1], end[1]); ok {
 		for i := len(after.Counts) - 1; i >= 0; i-- {

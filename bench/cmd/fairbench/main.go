@@ -185,7 +185,7 @@ func parseFlags(args []string, stderr io.Writer) (*harness.Config, string, bool,
 	driverNice := fs.Int("driver-nice", -10, "niceness of the echo driver process, -20 to 19 (0: unchanged); see bench/README.md")
 	stallMiB := fs.Int("stall-mib", 64, fmt.Sprintf("input size of the stall experiment's library calls, in MiB, 1 to %d", harness.MaxStallMiB))
 	promptRate := fs.Float64("prompt-rate", harness.DefaultPromptRate, fmt.Sprintf("echo requests per second of the prompt experiment, above 0 and at most %d", harness.MaxEchoRate))
-	promptControls := fs.Bool("prompt-controls", true, "run the prompt experiment's plain-Go controls (plain, and floor: tuned by hand) at each load and P")
+	promptControls := fs.Bool("prompt-controls", true, "run the prompt experiment's plain-Go controls (plain, and floor: tuned by hand; beside a kernel also floor-alloc, allocating as fast as fairly's cells) at each load and P")
 	promptTrace := fs.String("prompt-trace", "", "folder for Go execution traces of the prompt experiment's slow cells (p99 above 1 ms or a request of 5 ms), each with its slow requests; read them with bench/cmd/stalltrace")
 	promptRequests := fs.Int("prompt-requests", harness.DefaultPromptRequests, "requests each cell of the prompt experiment measures at least, 1 to 1000000")
 	httpRate := fs.Float64("http-rate", 200, fmt.Sprintf("requests per second of the http experiment, above 0 and at most %d", harness.MaxEchoRate))
