@@ -514,7 +514,7 @@ func promptBatchTable(res *Results) *Section {
 	// Fairly's cells, then the floor, then plain Go.
 	rank := func(r *Record) int {
 		switch r.PromptSummary.Control {
-		case controlFloor:
+		case controlFloor, controlFloorAlloc:
 			return 1
 		case controlPlain:
 			return 2

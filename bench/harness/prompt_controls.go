@@ -42,8 +42,9 @@ import (
 //     are outside anyone's control, which is the case the floor shows plain
 //     Go's best beside. Linux only (SCHED_IDLE).
 //   - floor-alloc, for a kernel: the floor, with one more demoted goroutine
-//     that allocates garbage until the process allocates at least as fast
-//     as the fastest fairly cell of that kernel and P did (allocTopUp). A
+//     that allocates garbage until the process allocates as fast as the
+//     fastest fairly cell of that kernel and P did, as far as its demoted
+//     thread gets a core (allocTopUp). A
 //     kernel's fairly version forks with thread.Spawn, whose closure is
 //     allocated at every fork, where the floor's sequential version
 //     allocates nothing: beside fib, Go then collects a hundred times a
@@ -226,22 +227,30 @@ var topUpSink atomic.Pointer[topUpObject]
 const topUpChunk = 64 << 10
 
 // allocTopUp allocates garbage until stop, so that the whole process
-// allocates at least rate bytes a second from its call: it reads what the
-// process allocated (runtime/metrics, which stops nothing) and allocates
-// what is owed, a chunk at a time, in objects of a fork's closure's size.
-// While nothing is owed it only reads the clock: it runs on a demoted
-// thread of the floor, and a goroutine locked to its thread that parked or
-// yielded would hand its P off at each wake-up.
+// allocates rate bytes a second from its call, as far as its thread gets a
+// core: it reads what the process allocated (runtime/metrics, which stops
+// nothing) and allocates what is owed, a chunk at a time, in objects of a
+// fork's closure's size. While nothing is owed it only reads the clock: it
+// runs on a demoted thread of the floor, and a goroutine locked to its
+// thread that parked or yielded would hand its P off at each wake-up.
 func allocTopUp(stop *atomic.Bool, rate float64) {
 	s := []metrics.Sample{{Name: metricAllocs}}
-	if metrics.Read(s); s[0].Value.Kind() != metrics.KindUint64 {
-		return // not in this Go: the floor without the top-up
+	if metrics.Read(s); s[0].Value.Kind() != metrics.KindUint64 || rate <= 0 {
+		return // not in this Go, or nothing to match: the floor without the top-up
 	}
 	read := func() uint64 { metrics.Read(s); return s[0].Value.Uint64() }
 	from, start := read(), time.Now()
 	size := float64(unsafe.Sizeof(topUpObject{}))
 	for !stop.Load() {
 		owed := rate*time.Since(start).Seconds() - float64(read()-from)
+		if owed <= 0 {
+			// Ahead: nothing is owed before the rate catches up with what
+			// the process allocated, so only the clock is read till then.
+			due := time.Now().Add(time.Duration(-owed / rate * float64(time.Second)))
+			for time.Now().Before(due) && !stop.Load() {
+			}
+			continue
+		}
 		for n := min(owed, topUpChunk); n > 0; n -= size {
 			topUpSink.Store(new(topUpObject))
 		}
@@ -268,18 +277,23 @@ const promptGoalMs = 1.0
 // control's p99, since fairly must never be worse than going without it.
 // It returns whether the cell passes and the reasons it fails.
 func promptVerdict(p99 float64, plain, floor *PromptSummary) (bool, []string) {
-	bound := promptGoalMs
-	if floor != nil && floor.Requests > 0 {
-		bound = max(bound, floor.P99)
-	}
 	var why []string
-	if p99 > bound {
+	if p99 > promptBound(floor) {
 		why = append(why, "bound")
 	}
 	if plain != nil && plain.Requests > 0 && p99 > plain.P99 {
 		why = append(why, "plain")
 	}
 	return len(why) == 0, why
+}
+
+// promptBound is the most a cell's p99 may be beside the floor of its load
+// and P (nil, or without requests, where none ran): max(1 ms, its p99).
+func promptBound(floor *PromptSummary) float64 {
+	if floor != nil && floor.Requests > 0 {
+		return max(promptGoalMs, floor.P99)
+	}
+	return promptGoalMs
 }
 
 // promptVersusTable sets each fairly cell beside the controls of its load
@@ -317,11 +331,7 @@ func promptVersusTable(res *Results) *Section {
 			}
 			return fmt.Sprintf("%s (%d)", msOf(s.P99), s.Requests)
 		}
-		bound := promptGoalMs
-		if floor != nil && floor.Requests > 0 {
-			bound = max(bound, floor.P99)
-		}
-		line := []string{r.load, fmt.Sprint(r.procs), ctl(plain), ctl(floor), msOf(bound)}
+		line := []string{r.load, fmt.Sprint(r.procs), ctl(plain), ctl(floor), msOf(promptBound(floor))}
 		rowCells, rowPassed := 0, 0
 		for _, c := range crits {
 			rec := res.find(Record{Kind: kindPrompt, Kernel: r.load, Procs: r.procs, Criterion: c})

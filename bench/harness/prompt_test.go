@@ -65,7 +65,7 @@ func TestPrompt(t *testing.T) {
 	assert.Equal(t, 16, res.find(Record{Kind: kindPromptControl, Kernel: "fib"}).Size, "at PromptSizes")
 	if canIdleThreads {
 		// The kernel's fairly cells fork with Spawn, whose closures are
-		// allocated; floor-alloc allocates at least as fast as the faster.
+		// allocated; floor-alloc allocates toward the faster cell's rate.
 		fast := 0.0
 		for _, rec := range res.Records {
 			if rec.Kind == kindPrompt && rec.Kernel == "fib" {
